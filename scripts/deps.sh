@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the Debian bookworm packages faultline needs, only those missing.
+# Idempotent and quiet when everything is present. Needs root (or sudo) only to install.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config git python3
+  clang libclang-rt-14-dev
+  nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev libssl-dev zlib1g-dev libsqlite3-dev
+  libhyperscan-dev libre2-dev libcpp-httplib-dev libyaml-cpp-dev libtomlplusplus-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  openssl curl sqlite3 gzip
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

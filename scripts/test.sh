@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Every test: the normal build's suite, the same suite under ASan+UBSan, and a brief
+# run of each libFuzzer target. Prints one closing line "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+JOBS=${JOBS:-$(nproc)}
+BUILD=${BUILD:-build}
+ASAN_BUILD=${ASAN_BUILD:-build-asan}
+FUZZ_BUILD=${FUZZ_BUILD:-build-fuzz}
+FUZZ_SECONDS=${FUZZ_SECONDS:-10}
+passed=0
+failed=0
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+# Runs ctest in a build dir and adds its counts to the totals.
+run_ctest() {
+  local dir=$1
+  ctest --test-dir "$dir" --output-on-failure -j "$JOBS" 2>&1 | tee "$log"
+  local total fails
+  total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$log" | tail -1)
+  fails=$(sed -n 's/.* \([0-9]*\) tests failed out of.*/\1/p' "$log" | tail -1)
+  if [ -z "$total" ]; then
+    echo "test.sh: ctest in $dir did not report a result" >&2
+    failed=$((failed + 1))
+    return
+  fi
+  passed=$((passed + total - fails))
+  failed=$((failed + fails))
+}
+
+step() { echo; echo "==== $* ===="; }
+
+step "build ($BUILD)"
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
+  cmake --build "$BUILD" -j "$JOBS" || { echo "0 passed, 1 failed"; exit 1; }
+step "tests ($BUILD)"
+run_ctest "$BUILD"
+
+step "build under ASan+UBSan ($ASAN_BUILD)"
+cmake -S . -B "$ASAN_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFAULTLINE_SANITIZE=ON \
+  -DFAULTLINE_BUILD_BENCH=OFF >/dev/null &&
+  cmake --build "$ASAN_BUILD" -j "$JOBS" || { echo "$passed passed, $((failed + 1)) failed"; exit 1; }
+step "tests under ASan+UBSan"
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 run_ctest "$ASAN_BUILD"
+
+step "fuzz targets (${FUZZ_SECONDS}s each)"
+if CC=clang CXX=clang++ cmake -S . -B "$FUZZ_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DFAULTLINE_FUZZ=ON -DFAULTLINE_BUILD_TESTS=OFF -DFAULTLINE_BUILD_BENCH=OFF >/dev/null &&
+   cmake --build "$FUZZ_BUILD" -j "$JOBS"; then
+  if scripts/fuzz.sh "$FUZZ_BUILD" "$FUZZ_SECONDS" | tee "$log"; then :; fi
+  fp=$(grep -c '^fuzz: PASS' "$log" || true)
+  ff=$(grep -c '^fuzz: FAIL' "$log" || true)
+  passed=$((passed + fp))
+  failed=$((failed + ff))
+else
+  failed=$((failed + 1))
+fi
+
+echo
+echo "faultline: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,24 @@
+// Subcommand registration. Each subcommand lives in its own cmd_*.cc file and adds
+// itself to the parent commands in CliApp; main.cc lists them in one table.
+// The CLI is the only place that prints; everything below it returns data.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace faultline::cli {
+
+// Exit codes shared by every subcommand.
+constexpr int kExitOk = 0;        // ran; findings (if any) are in the output
+constexpr int kExitFailure = 1;   // ran but could not complete (e.g. a source failed)
+constexpr int kExitUsage = 2;     // bad arguments, missing or unreadable input
+
+struct CliApp {
+  CLI::App* root = nullptr;
+  CLI::App* collect = nullptr;  // `faultline collect <source>`
+  CLI::App* bench = nullptr;    // `faultline bench <what>`
+  int exit_code = kExitOk;
+};
+
+void AddDiagnoseCommand(CliApp& app);
+
+}  // namespace faultline::cli

@@ -1,0 +1,28 @@
+#include "core/status.h"
+
+namespace faultline {
+
+std::string_view StatusCodeName(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk: return "ok";
+    case StatusCode::kNotFound: return "not found";
+    case StatusCode::kInvalidArgument: return "invalid argument";
+    case StatusCode::kCorrupt: return "corrupt input";
+    case StatusCode::kUnavailable: return "unavailable";
+    case StatusCode::kTimeout: return "timeout";
+    case StatusCode::kPermissionDenied: return "permission denied";
+    case StatusCode::kUnsupported: return "unsupported";
+    case StatusCode::kIoError: return "I/O error";
+    case StatusCode::kInternal: return "internal error";
+  }
+  return "unknown";
+}
+
+std::string Status::ToString() const {
+  if (ok()) return "ok";
+  std::string s(StatusCodeName(code_));
+  if (!message_.empty()) s += ": " + message_;
+  return s;
+}
+
+}  // namespace faultline
