@@ -157,6 +157,12 @@ std::optional<ComponentRef> ParseComponentId(std::string_view id) {
   return ref;
 }
 
+int64_t SortTimeNs(const Observation& obs) {
+  if (obs.time_ns != 0) return obs.time_ns;
+  if (obs.mono_us) return *obs.mono_us * 1000;
+  return 0;
+}
+
 ComponentRef GpuComponent(std::string name) { return ComponentRef{ComponentType::kGpu, std::move(name), {}}; }
 ComponentRef PcieComponent(std::string bdf) {
   ComponentRef ref{ComponentType::kPcie, bdf, {}};

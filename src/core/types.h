@@ -174,6 +174,10 @@ const std::vector<ObsKind>& AllObsKinds();
 // Parses "gpu/3" or "pcie/0000:3b:00.0" back into a reference (keys empty).
 std::optional<ComponentRef> ParseComponentId(std::string_view id);
 
+// Time used for ordering observations: UTC when known, else kernel monotonic time
+// (as nanoseconds since boot), else 0.
+int64_t SortTimeNs(const Observation& obs);
+
 // Convenience constructors for the common component kinds.
 ComponentRef GpuComponent(std::string name);
 ComponentRef PcieComponent(std::string bdf);

@@ -13,10 +13,4 @@ Evidence EvidenceFrom(const Observation& obs) {
   return e;
 }
 
-int64_t SortTimeNs(const Observation& obs) {
-  if (obs.time_ns != 0) return obs.time_ns;
-  if (obs.mono_us) return *obs.mono_us * 1000;
-  return 0;
-}
-
 }  // namespace faultline

@@ -31,7 +31,5 @@ class Detector {
 
 // Shared helpers every detector uses to build findings.
 Evidence EvidenceFrom(const Observation& obs);
-// Time used for ordering: UTC when known, else kernel monotonic time.
-int64_t SortTimeNs(const Observation& obs);
 
 }  // namespace faultline

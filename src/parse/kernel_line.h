@@ -1,0 +1,69 @@
+// Classifier for one kernel message (the text after any timestamp/host prefix):
+// NVIDIA XID and SXid lines, "fallen off the bus", PCIe AER, MCE/EDAC, mlx5 events,
+// soft lockups / hung tasks, user-program faults, driver mismatch and RmInitAdapter
+// failures. Facts about the formats are in SIGNALS.md.
+//
+// Pure and allocation-free: the returned event holds string_views into `msg`, so it is
+// valid only as long as the caller's buffer. Unknown lines return type kNone; nothing
+// here throws or fails on any input.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace faultline {
+
+enum class KernelEventType : uint8_t {
+  kNone,
+  kXid,               // NVRM: Xid (PCI:bdf): code, [pid=..., name=...,] message
+  kSxid,              // nvidia-nvswitchN: SXid (PCI:bdf): code, [Fatal|Non-fatal, Link n] message
+  kSxidDetail,        // the same SXid's "Severity ..." / "Data {...}" continuation lines
+  kFellOffBus,        // single-line "GPU has fallen off the bus" (with BDF), or the multi-line tail
+  kFellOffBusHeader,  // "NVRM: The NVIDIA GPU <bdf>" (first line of the multi-line form)
+  kGpuUuid,           // "NVRM: GPU at PCI:<bdf>: GPU-<uuid>"
+  kGpuSerial,         // "NVRM: GPU Board Serial Number: <serial>"
+  kAerReceived,       // "<port>: AER: [Multiple] Corrected error received: <source bdf>"
+  kAerBusError,       // "<dev>: [AER: ]PCIe Bus Error: severity=..., type=..., (...)"
+  kAerStatus,         // "<dev>:   device [vvvv:dddd] error status/mask=..."
+  kAerBit,            // "<dev>:    [ 0] RxErr   (First)"
+  kMce,               // "mce: [Hardware Error]: ..."
+  kEdac,              // "EDAC MC0: 1 CE memory read error on ..." (CE or UE)
+  kMlx5SlotPower,     // "Detected insufficient power on the PCIe slot (27W)"
+  kMlx5ModuleEvent,   // "Port module event[error]: module 0, Cable error, High Temperature"
+  kMlx5LinkDown,
+  kMlx5LinkUp,
+  kSoftLockup,        // "watchdog: BUG: soft lockup - CPU#12 stuck for 22s! [proc:pid]"
+  kHungTask,          // "INFO: task proc:pid blocked for more than 120 seconds."
+  kSegfault,          // "proc[pid]: segfault at ... in libnccl.so.2[...]"
+  kTrap,              // "traps: proc[pid] general protection fault ... in libcuda.so.1[...]"
+  kOomKill,           // "Out of memory: Killed process pid (proc) ..."
+  kDriverMismatch,    // "NVRM: API mismatch: the client has the version ..."
+  kRmInitFailed,      // "NVRM: [GPU bdf: ]RmInitAdapter failed! (0x22:0x56:742)"
+};
+
+struct KernelEvent {
+  KernelEventType type = KernelEventType::kNone;
+  std::string_view driver;    // printing driver/device prefix: "pcieport", "nvidia", "mlx5_core", "nvidia-nvswitch3"
+  std::string_view device;    // BDF as printed (not normalized), when the line names one
+  int64_t code = -1;          // XID/SXid code, AER bit index, EDAC error count
+  std::string_view pid;       // as printed ("1234", "'<unknown>'" stripped to "<unknown>")
+  std::string_view process;
+  std::string_view message;   // the human-readable remainder
+  std::string_view severity;  // "Fatal"/"Non-fatal" (SXid, 144-150), "Corrected"/"Uncorrected (Fatal)" (AER), "CE"/"UE"
+  std::string_view detail;    // AER error type / bit name, SXid data, mlx5 module text, library name
+  std::string_view source;    // AER: the BDF the error came from (kAerReceived)
+  int link = -2;              // NVLink/NVSwitch link number; -1 is printed by the driver for "no link"
+  int gpc = -1, tpc = -1;     // XID 13 location
+  std::string_view unit;      // XID 144-150 unit mnemonic
+  uint32_t intr_info = 0;     // XID 144-150
+  uint32_t error_status = 0;  // XID 144-150
+  bool has_intr = false;
+  int recovery_from = -1;     // XID 154 values
+  int recovery_to = -1;
+};
+
+KernelEvent ClassifyKernelMessage(std::string_view msg);
+
+std::string_view ToString(KernelEventType t);
+
+}  // namespace faultline
