@@ -20,5 +20,9 @@ struct CliApp {
 };
 
 void AddDiagnoseCommand(CliApp& app);
+void AddCollectNvmlCommand(CliApp& app);
+void AddCollectDcgmCommand(CliApp& app);
+void AddMockBmcCommand(CliApp& app);
+void AddCollectSysfsCommand(CliApp& app);
 
 }  // namespace faultline::cli

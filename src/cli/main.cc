@@ -10,6 +10,10 @@ using Registrar = void (*)(faultline::cli::CliApp&);
 // Every subcommand, in the order `--help` lists them.
 constexpr Registrar kCommands[] = {
     faultline::cli::AddDiagnoseCommand,
+    faultline::cli::AddCollectNvmlCommand,
+    faultline::cli::AddCollectDcgmCommand,
+    faultline::cli::AddMockBmcCommand,
+    faultline::cli::AddCollectSysfsCommand,
 };
 
 }  // namespace

@@ -181,6 +181,6 @@ int64_t SortTimeNs(const Observation& obs);
 // Convenience constructors for the common component kinds.
 ComponentRef GpuComponent(std::string name);
 ComponentRef PcieComponent(std::string bdf);
-ComponentRef HostComponent(std::string name = "host");
+ComponentRef HostComponent(std::string name = "");
 
 }  // namespace faultline

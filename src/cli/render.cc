@@ -1,0 +1,92 @@
+#include "cli/render.h"
+
+#include <cstdio>
+
+#include "core/time.h"
+
+namespace faultline::cli {
+namespace {
+
+constexpr size_t kMaxEvidenceShown = 12;
+
+std::string OneLine(std::string s, size_t max = 200) {
+  for (char& c : s) {
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+    else if (static_cast<unsigned char>(c) < 0x20) c = '?';  // never echo control bytes from logs to a terminal
+  }
+  if (s.size() > max) s = s.substr(0, max - 3) + "...";
+  return s;
+}
+
+std::string Confidence(double c) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%.2f", c);
+  return buf;
+}
+
+}  // namespace
+
+std::string DescribeComponent(const ComponentRef& c) {
+  std::string s = c.Id();
+  std::string keys;
+  for (const char* k : {"bdf", "uuid", "serial", "upstream_port", "slot", "link", "part"}) {
+    auto it = c.keys.find(k);
+    if (it == c.keys.end() || it->second == c.name) continue;
+    if (!keys.empty()) keys += ", ";
+    keys += std::string(k) + " " + it->second;
+  }
+  return keys.empty() ? s : s + " (" + keys + ")";
+}
+
+std::string DescribeEvidence(const Evidence& e) {
+  std::string when;
+  if (e.time_ns != 0) {
+    when = FormatIso8601(e.time_ns);
+  } else if (e.mono_us) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "+%lld.%06llds", static_cast<long long>(*e.mono_us / 1'000'000),
+                  static_cast<long long>(*e.mono_us % 1'000'000));
+    when = buf;
+  } else {
+    when = "(no time)";
+  }
+  std::string line = when + "  " + std::string(ToString(e.source)) + "  " + OneLine(e.text);
+  if (e.count > 1) line += "  (x" + std::to_string(e.count) + ")";
+  return line;
+}
+
+void RenderDiagnoses(std::ostream& out, const std::vector<Diagnosis>& diagnoses) {
+  int n = 0;
+  for (const Diagnosis& d : diagnoses) {
+    out << ++n << ". " << ToString(d.fault_class) << "  [" << ToString(d.layer) << "]  "
+        << DescribeComponent(d.component) << "\n";
+    out << "   action: " << ToString(d.action) << "   confidence: " << Confidence(d.confidence)
+        << "   severity: " << ToString(d.severity) << "\n";
+    if (!d.summary.empty()) out << "   " << OneLine(d.summary, 400) << "\n";
+    if (!d.evidence.empty()) {
+      out << "   evidence:\n";
+      for (size_t i = 0; i < d.evidence.size() && i < kMaxEvidenceShown; ++i) {
+        out << "     " << DescribeEvidence(d.evidence[i]) << "\n";
+      }
+      if (d.evidence.size() > kMaxEvidenceShown) {
+        out << "     ... " << d.evidence.size() - kMaxEvidenceShown << " more (see --json)\n";
+      }
+    }
+    for (const std::string& s : d.explains) out << "   explains: " << OneLine(s) << "\n";
+    if (!d.ruled_out.empty()) {
+      out << "   ruled out:\n";
+      for (const RuledOut& r : d.ruled_out) out << "     " << ToString(r.layer) << ": " << OneLine(r.reason) << "\n";
+    }
+    out << "\n";
+  }
+}
+
+void RenderFindings(std::ostream& out, const std::vector<Finding>& findings) {
+  for (const Finding& f : findings) {
+    out << "- " << ToString(f.fault_class) << " [" << ToString(f.layer) << "] " << DescribeComponent(f.component)
+        << "  action " << ToString(f.action) << "  severity " << ToString(f.severity) << "  x" << f.count << "\n";
+    if (!f.summary.empty()) out << "  " << OneLine(f.summary, 400) << "\n";
+  }
+}
+
+}  // namespace faultline::cli
