@@ -231,8 +231,12 @@ TEST(KernelLineTest, HostileAndTruncatedInputNeverCrashes) {
       std::string("NVRM: Xid (PCI:0000:b5:00): 13, \0\0\0", 38)};
   for (const std::string& s : samples) {
     KernelEvent ev = ClassifyKernelMessage(s);
-    if (ev.type == KT::kXid) EXPECT_GE(ev.code, 0);
-    if (ev.type == KT::kAerBit) EXPECT_LE(ev.code, 31);
+    if (ev.type == KT::kXid) {
+      EXPECT_GE(ev.code, 0);
+    }
+    if (ev.type == KT::kAerBit) {
+      EXPECT_LE(ev.code, 31);
+    }
   }
   EXPECT_EQ(ClassifyKernelMessage("NVRM: Xid (PCI:0000:b5:00): -5, x").type, KT::kNone);
   EXPECT_EQ(ClassifyKernelMessage("nvidia 0000:3b:00.0:    [99] RxErr").type, KT::kNone);

@@ -46,6 +46,11 @@ std::string GpuLabel(const ComponentRef& c) {
   return label;
 }
 
+int64_t LastTime(const Observation& o) {
+  const std::string last = Attr(o, "last_sort_ns");
+  return last.empty() ? SortTimeNs(o) : std::stoll(last);
+}
+
 std::string XidLabel(int64_t code) {
   const XidInfo* info = FindXid(static_cast<int>(code));
   std::string s = "XID " + std::to_string(code);
@@ -95,8 +100,7 @@ class Rules {
     f.count += o.count;
     const int64_t t = SortTimeNs(o);
     f.first_ns = std::min(f.first_ns, t);
-    const std::string last = Attr(o, "last_sort_ns");
-    f.last_ns = std::max<int64_t>(f.last_ns, last.empty() ? t : std::stoll(last));
+    f.last_ns = std::max(f.last_ns, LastTime(o));
     if (f.evidence.size() < options_.max_evidence) f.evidence.push_back(EvidenceFrom(o));
   }
 
@@ -526,16 +530,19 @@ void Rules::NicEvents() {
     by_nic[obs_[i].component.Id()].push_back(i);
   }
   for (auto& [id, idx] : by_nic) {
+    // Repeated identical lines arrive folded (count, last time), so count copies and
+    // compare the last down with the last up.
     int downs = 0;
-    bool down_now = false;
+    int64_t last_down = -1, last_up = -1;
     std::vector<size_t> power, module, link;
     for (size_t i : idx) {
       const std::string ev = Attr(obs_[i], "event");
       if (ev == "slot_power") power.push_back(i);
       if (ev == "module") module.push_back(i);
-      if (ev == "link_down") ++downs, down_now = true, link.push_back(i);
-      if (ev == "link_up") down_now = false, link.push_back(i);
+      if (ev == "link_down") downs += static_cast<int>(obs_[i].count), last_down = LastTime(obs_[i]), link.push_back(i);
+      if (ev == "link_up") last_up = LastTime(obs_[i]), link.push_back(i);
     }
+    const bool down_now = last_down > last_up;
     const std::string nic = obs_[idx.front()].component.name;
     if (!power.empty()) {
       Finding f = Start(obs_[power.front()], FaultClass::kPowerInsufficient, Layer::kOob, Action::kReseatOrReplaceLink,

@@ -188,16 +188,17 @@ Status KernelLogReader::ReadFile(const std::string& path) {
   for (;;) {
     const int n = gzread(gz, buf.data(), static_cast<unsigned int>(buf.size()));
     if (n > 0) Feed(std::string_view(buf.data(), static_cast<size_t>(n)));
-    if (n < static_cast<int>(buf.size())) {
-      int errnum = 0;
-      const char* msg = gzerror(gz, &errnum);
-      if (n < 0 || (errnum != Z_OK && errnum != Z_BUF_ERROR)) {
-        // A damaged gzip stream: keep what was read, say where it stopped.
-        stats_.warnings.push_back(path + ": read stopped early: " + (msg ? msg : "unknown error"));
-        if (stats_.bytes == 0) status = Status(StatusCode::kIoError, path + ": " + (msg ? msg : "read error"));
-      }
-      if (gzeof(gz) || n <= 0 || errnum != Z_OK) break;
+    if (n == static_cast<int>(buf.size())) continue;
+    int errnum = Z_OK;
+    const char* msg = gzerror(gz, &errnum);
+    if (n < 0 || errnum != Z_OK) {
+      // A damaged or truncated gzip stream (Z_BUF_ERROR = unexpected end): keep what
+      // was read and say where it stopped.
+      const std::string why = msg && *msg ? msg : "read error";
+      stats_.warnings.push_back(path + ": read stopped early after " + std::to_string(stats_.bytes) + " bytes: " + why);
+      if (stats_.bytes == 0) status = Status(StatusCode::kIoError, path + ": " + why);
     }
+    break;
   }
   gzclose(gz);
   Finish();
