@@ -195,3 +195,40 @@ TEST(KernelLogReaderTest, BootTimeDatesUptimeLines) {
 
 }  // namespace
 }  // namespace faultline
+
+namespace faultline {
+namespace {
+
+// Every form the classifier recognizes must pass the Hyperscan prefilter, or the reader
+// would silently skip it.
+TEST(KernelLogReaderTest, PrefilterPassesEveryRecognizedForm) {
+  const char* lines[] = {
+      "NVRM: Xid (PCI:0000:b5:00): 13, pid=1, name=a, Graphics SM Warp Exception",
+      "nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 20034, Fatal, Link 46 LTSSM Fault Up",
+      "NVRM: GPU 0000:91:00.0: GPU has fallen off the bus.",
+      "NVRM: GPU at PCI:0000:3b:00: GPU-7f3c2e1a",
+      "pcieport 0000:00:03.1: AER: Corrected error received: 0000:3b:00.0",
+      "nvidia 0000:3b:00.0: PCIe Bus Error: severity=Corrected, type=Physical Layer, (Receiver ID)",
+      "nvidia 0000:3b:00.0:   device [10de:2330] error status/mask=00000001/0000e000",
+      "nvidia 0000:3b:00.0:    [ 0] RxErr                  (First)",
+      "mce: [Hardware Error]: Machine check events logged",
+      "EDAC MC1: 1 UE memory read error on CPU_SrcID#1_MC#0_Chan#0_DIMM#0",
+      "mlx5_core 0000:0c:00.0: mlx5_pcie_event:301:(pid 0): Detected insufficient power on the PCIe slot (27W).",
+      "mlx5_core 0000:0c:00.0 ibp12s0: Link down",
+      "watchdog: BUG: soft lockup - CPU#12 stuck for 22s! [python3:12345]",
+      "INFO: task kworker/u16:2:341 blocked for more than 120 seconds.",
+      "python3[48213]: segfault at 7f1c2b3a4000 ip 00007f1c29e1b2a4 sp 00007ffd5c9e0a10 error 4 in libnccl.so.2[7f+2]",
+      "traps: pt_main_thread[9912] general protection fault ip:7f00 sp:7ffd error:0 in libcuda.so.1[7f00+1a]",
+      "Out of memory: Killed process 77123 (python3) total-vm:8123kB",
+      "NVRM: API mismatch: the client has the version 535.129.03, but",
+      "NVRM: GPU 0000:3b:00.0: RmInitAdapter failed! (0x22:0x56:742)",
+  };
+  for (const char* line : lines) {
+    KernelLogStats stats;
+    ReadAll(std::string("[ 1.000000] ") + line + "\n", &stats);
+    EXPECT_EQ(stats.classified_lines, 1u) << line;
+  }
+}
+
+}  // namespace
+}  // namespace faultline

@@ -77,6 +77,7 @@ class KernelLogReader {
   void ScanComplete(std::string_view data);  // data ends at a line boundary
   void HandleLine(std::string_view line);
   void CountBinaryLines(std::string_view data);
+  void CountLongLines(std::string_view data);
 
   KernelLogOptions options_;
   std::unique_ptr<Hyperscan> hs_;

@@ -1,0 +1,66 @@
+// The filesystem touchpoint of the sysfs source (STYLE.md rule 4). Paths are absolute
+// *inside* the root ("/sys/bus/pci/devices"); the real implementation prefixes a root
+// directory so tests and the simulator point it at a fake tree, and the fault-injecting
+// wrapper lets tests produce permission or I/O errors even when they run as root.
+//
+// Thread-safety: RootFs is immutable and thread-safe; FaultInjectingFs is not (tests
+// configure it before use).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace faultline {
+
+class SysfsFs {
+ public:
+  virtual ~SysfsFs() = default;
+  // Whole content of a small file. kNotFound (absent), kPermissionDenied, kIoError, or
+  // kCorrupt when it is larger than `max_bytes` (sysfs attributes are one page at most).
+  virtual Result<std::string> ReadFile(const std::string& path, size_t max_bytes) const = 0;
+  // Entry names of a directory (no "." / ".."), sorted.
+  virtual Result<std::vector<std::string>> ListDir(const std::string& path) const = 0;
+  // `path` with every symlink resolved, as a path inside the root. kCorrupt when the
+  // link leads outside the root.
+  virtual Result<std::string> RealPath(const std::string& path) const = 0;
+};
+
+// The real filesystem under `root` ("/" on a live node).
+class RootFs final : public SysfsFs {
+ public:
+  explicit RootFs(std::string root);
+  Result<std::string> ReadFile(const std::string& path, size_t max_bytes) const override;
+  Result<std::vector<std::string>> ListDir(const std::string& path) const override;
+  Result<std::string> RealPath(const std::string& path) const override;
+  const std::string& root() const { return root_; }
+
+ private:
+  std::string Full(const std::string& path) const { return root_ + path; }
+  std::string root_;  // without trailing slash; "" for "/"
+};
+
+// Wraps another SysfsFs: paths given to Fail() return that error; Replace() overrides a
+// file's content; every ReadFile path is recorded so tests can check what was read.
+class FaultInjectingFs final : public SysfsFs {
+ public:
+  explicit FaultInjectingFs(const SysfsFs& base) : base_(base) {}
+  void Fail(const std::string& path, Status status) { failures_[path] = std::move(status); }
+  void Replace(const std::string& path, std::string content) { overrides_[path] = std::move(content); }
+  void Clear() { failures_.clear(); overrides_.clear(); }
+  const std::vector<std::string>& reads() const { return reads_; }
+
+  Result<std::string> ReadFile(const std::string& path, size_t max_bytes) const override;
+  Result<std::vector<std::string>> ListDir(const std::string& path) const override;
+  Result<std::string> RealPath(const std::string& path) const override;
+
+ private:
+  const SysfsFs& base_;
+  std::map<std::string, Status> failures_;
+  std::map<std::string, std::string> overrides_;
+  mutable std::vector<std::string> reads_;
+};
+
+}  // namespace faultline

@@ -1,0 +1,133 @@
+// End-to-end: the faultline binary on the example logs and on bad input.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "core/json.h"
+
+namespace faultline {
+namespace {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+};
+
+RunResult Faultline(const std::string& args, const std::string& stdin_file = "") {
+  std::string cmd = std::string(FAULTLINE_BINARY_DIR) + "/faultline " + args + " 2>/dev/null";
+  if (!stdin_file.empty()) cmd += " < " + stdin_file;
+  RunResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string Example(const std::string& name) { return std::string(FAULTLINE_SOURCE_DIR) + "/examples/" + name; }
+
+Json DiagnoseJson(const std::string& file, const std::string& extra = "") {
+  RunResult r = Faultline("diagnose --json --gpu-map " + Example("gpu-map.json") + " " + extra + " " + file);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  return Json::parse(r.out);
+}
+
+TEST(CliDiagnoseTest, FellOffBusExampleNamesGpuAndPort) {
+  Json j = DiagnoseJson(Example("gpu-fell-off-bus.dmesg"));
+  const Json& p = j["primary"];
+  EXPECT_EQ(p["fault_class"], "gpu_fell_off_bus");
+  EXPECT_EQ(p["component"]["id"], "gpu/4");
+  EXPECT_EQ(p["component"]["keys"]["serial"], "1650223011874");
+  EXPECT_EQ(p["component"]["keys"]["upstream_port"], "0000:97:01.0");
+  EXPECT_EQ(p["action"], "drain");
+  for (const char* field : {"fault_class", "layer", "component", "action", "confidence", "evidence", "ruled_out"}) {
+    EXPECT_TRUE(p.contains(field)) << field;
+  }
+  // The segfault that followed is the program's, reported separately and below the hardware fault.
+  bool program = false;
+  for (const Json& d : j["diagnoses"]) program |= d["fault_class"] == "user_application";
+  EXPECT_TRUE(program);
+}
+
+TEST(CliDiagnoseTest, UserProgramXidIsNotHardware) {
+  Json j = DiagnoseJson(Example("user-program-xid13.journal"));
+  EXPECT_EQ(j["node"], "gpu-node-12");
+  EXPECT_EQ(j["primary"]["fault_class"], "user_application");
+  for (const Json& d : j["diagnoses"]) {
+    EXPECT_NE(d["action"], "rma");
+    EXPECT_NE(d["action"], "drain");
+  }
+}
+
+TEST(CliDiagnoseTest, DoubleBitErrorWithRemapDrainsGpu7) {
+  Json j = DiagnoseJson(Example("hbm-dbe.kmsg"));
+  EXPECT_EQ(j["primary"]["fault_class"], "hbm_uncorrectable");
+  EXPECT_EQ(j["primary"]["component"]["id"], "gpu/7");
+  EXPECT_EQ(j["primary"]["action"], "drain");
+}
+
+TEST(CliDiagnoseTest, CleanLogSaysNothingIsWrong) {
+  const std::string path = testing::TempDir() + "/clean.log";
+  { std::ofstream(path) << "[    1.000000] usb 1-1: new high-speed USB device\n[    2.0] EXT4-fs (nvme0n1p2): mounted\n"; }
+  Json j = DiagnoseJson(path);
+  EXPECT_TRUE(j["diagnoses"].empty());
+  EXPECT_EQ(j["primary"]["fault_class"], "none");
+  EXPECT_EQ(j["primary"]["action"], "none");
+  RunResult human = Faultline("diagnose " + path);
+  EXPECT_EQ(human.exit_code, 0);
+  EXPECT_NE(human.out.find("No fault found"), std::string::npos);
+}
+
+TEST(CliDiagnoseTest, ReadsStdin) {
+  RunResult r = Faultline("diagnose --json -", Example("hbm-dbe.kmsg"));
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_EQ(Json::parse(r.out)["primary"]["fault_class"], "hbm_uncorrectable");
+}
+
+TEST(CliDiagnoseTest, MissingFileIsExitCode2) {
+  EXPECT_EQ(Faultline("diagnose /nonexistent/kern.log").exit_code, 2);
+  EXPECT_EQ(Faultline("diagnose").exit_code, 2);
+  EXPECT_EQ(Faultline("diagnose --since yesterday " + Example("hbm-dbe.kmsg")).exit_code, 2);
+  EXPECT_EQ(Faultline("diagnose --gpu-map /nonexistent.json " + Example("hbm-dbe.kmsg")).exit_code, 2);
+}
+
+TEST(CliDiagnoseTest, SinceFiltersDatedLines) {
+  // The journal example is dated 14 March; --since after it leaves nothing, --until before it too.
+  Json late = DiagnoseJson(Example("user-program-xid13.journal"), "--since 2099-01-01T00:00:00Z");
+  EXPECT_TRUE(late["diagnoses"].empty());
+  Json all = DiagnoseJson(Example("user-program-xid13.journal"), "--since 2000-01-01T00:00:00Z");
+  EXPECT_FALSE(all["diagnoses"].empty());
+}
+
+TEST(CliDiagnoseTest, PartlyCorruptFileIsReadAroundTheDamage) {
+  const std::string path = testing::TempDir() + "/damaged.log";
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << std::string("\x00\xff\xfe\x01 binary junk\n", 17) << std::string(1 << 20, 'Z') << "\n";
+    std::ifstream in(Example("hbm-dbe.kmsg"));
+    f << in.rdbuf();
+    f << "6,99999,9999";  // truncated record
+  }
+  Json j = DiagnoseJson(path);
+  EXPECT_EQ(j["primary"]["fault_class"], "hbm_uncorrectable");
+  EXPECT_EQ(j["inputs"][0]["binary_lines"], 1);
+  EXPECT_EQ(j["inputs"][0]["truncated_lines"], 1);
+}
+
+TEST(CliDiagnoseTest, HelpTeaches) {
+  RunResult r = Faultline("diagnose --help");
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* s : {"--json", "--gpu-map", "--since", "stdin", "Exit code"}) {
+    EXPECT_NE(r.out.find(s), std::string::npos) << s;
+  }
+}
+
+}  // namespace
+}  // namespace faultline
