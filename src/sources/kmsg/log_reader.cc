@@ -2,6 +2,9 @@
 
 #include <hs.h>
 #include <zlib.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include <algorithm>
 #include <cerrno>
@@ -21,6 +24,23 @@ constexpr std::string_view kTriggers[] = {
     "mce: ", "EDAC ", "mlx5_core", "soft lockup", "blocked for more than", "segfault at", "traps: ",
     "Killed process",
 };
+
+// Newline count at memory speed: std::count is not vectorized at -O2, and counting lines
+// is the only work every byte of a benign log needs.
+uint64_t CountNewlines(std::string_view data) {
+  const char* p = data.data();
+  size_t n = data.size();
+  uint64_t lines = 0;
+#if defined(__SSE2__)
+  const __m128i nl = _mm_set1_epi8('\n');
+  for (; n >= 16; p += 16, n -= 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    lines += static_cast<uint64_t>(__builtin_popcount(static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, nl)))));
+  }
+#endif
+  for (; n > 0; ++p, --n) lines += *p == '\n';
+  return lines;
+}
 
 int OnMatch(unsigned int /*id*/, unsigned long long /*from*/, unsigned long long to, unsigned int /*flags*/,
             void* ctx) {
@@ -118,7 +138,7 @@ void KernelLogReader::HandleLine(std::string_view line) {
 }
 
 void KernelLogReader::ScanComplete(std::string_view data) {
-  stats_.lines += static_cast<uint64_t>(std::count(data.begin(), data.end(), '\n'));
+  stats_.lines += CountNewlines(data);
   CountBinaryLines(data);
   if (data.size() > options_.max_line_bytes) CountLongLines(data);
   // One pass reports every trigger hit (end offsets, in order); each distinct line that
