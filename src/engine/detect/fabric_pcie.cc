@@ -56,8 +56,9 @@ bool IsGpu(const ComponentRef& ref) {
 
 }  // namespace
 
-PcieFabricDetector::PcieFabricDetector(const FabricOptions& options, const Topology* topology)
-    : opt_(options), topology_(topology) {}
+// Riser and slot names from the topology reach this detector as component keys (the
+// collector attaches them), so the topology itself is not needed here.
+PcieFabricDetector::PcieFabricDetector(const FabricOptions& options, const Topology* /*topology*/) : opt_(options) {}
 
 double PcieFabricDetector::ExpectedReplaysPerMinute(int gen, int width) const {
   const double per_lane = gen >= 5 ? opt_.pcie_replay_gen5_per_lane_min

@@ -34,7 +34,6 @@ class PcieFabricDetector final : public Detector {
   std::string PartFor(const ComponentRef& ref) const;
 
   FabricOptions opt_;
-  const Topology* topology_;
   fabric::CounterTracker counters_;
   std::map<std::string, LinkState> links_;            // by component id
   std::map<std::string, ComponentRef> pcie_by_bdf_;    // latest keys seen for each pcie/<bdf>

@@ -1,0 +1,103 @@
+#include "engine/isolate/isolator.h"
+
+#include <algorithm>
+#include <array>
+#include <string>
+
+#include "engine/detect/detector.h"
+#include "engine/isolate/diagnosis.h"
+#include "engine/isolate/graph.h"
+
+namespace faultline {
+namespace {
+
+using isolate::Node;
+using isolate::RankedDiagnosis;
+
+constexpr std::array kHardwareLayers{Layer::kOob, Layer::kGpu, Layer::kOs, Layer::kFabric};
+
+bool Informational(const RankedDiagnosis& r) {
+  return r.diagnosis.severity == Severity::kInfo && r.diagnosis.action <= Action::kMonitor;
+}
+
+// "; no data from: oob, fabric": layers that could neither accuse nor be ruled out.
+std::string NoDataNote(const IsolateInput& input) {
+  std::string missing;
+  for (Layer layer : kHardwareLayers) {
+    if (input.layers_with_data.contains(layer)) continue;
+    missing += (missing.empty() ? "" : ", ") + std::string(ToString(layer));
+  }
+  return missing.empty() ? "" : "; no data from: " + missing;
+}
+
+// One diagnosis per root cause, plus the workload answer for slow steps nothing explains.
+std::vector<RankedDiagnosis> Roots(const std::vector<Node>& nodes, const IsolateOptions& options,
+                                   size_t ruled_out_layers) {
+  std::vector<RankedDiagnosis> out;
+  std::vector<int> open_slowdowns;
+  bool hardware_root = false;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& n = nodes[i];
+    if (n.cause != -1) continue;
+    if (n.slowdown) {
+      open_slowdowns.push_back(static_cast<int>(i));
+      continue;
+    }
+    out.push_back(isolate::RootDiagnosis(nodes, static_cast<int>(i), options));
+    hardware_root = hardware_root || (!isolate::IsUserClass(n.fault_class) && n.severity >= Severity::kWarning);
+  }
+  if (!open_slowdowns.empty()) {
+    out.push_back(isolate::WorkloadDiagnosis(nodes, open_slowdowns, hardware_root, ruled_out_layers, options));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Diagnosis> Isolate(const IsolateInput& input, const IsolateOptions& options) {
+  std::vector<Node> nodes = isolate::BuildNodes(input, options);
+  isolate::LinkCauses(nodes, input, options);
+  std::vector<RuledOut> ruled_out = isolate::RuledOutLayers(input, options);
+  std::vector<RankedDiagnosis> ranked = Roots(nodes, options, ruled_out.size());
+  const bool slowdown_question =
+      std::any_of(nodes.begin(), nodes.end(), [](const Node& n) { return n.slowdown; });
+  isolate::OrderDiagnoses(ranked, slowdown_question);
+  // Background noise (benign SBEs, info-level findings) is listed, but the answer is "none".
+  if (!slowdown_question && std::all_of(ranked.begin(), ranked.end(), Informational)) {
+    ranked.insert(ranked.begin(), isolate::NoneDiagnosis(ruled_out.size(), ranked.size()));
+  }
+  std::vector<Diagnosis> out;
+  out.reserve(ranked.size());
+  for (RankedDiagnosis& r : ranked) out.push_back(std::move(r.diagnosis));
+  out.front().ruled_out = std::move(ruled_out);
+  out.front().summary += NoDataNote(input);
+  return out;
+}
+
+namespace {
+bool InWindow(int64_t first, int64_t last, int64_t since_ns, int64_t until_ns) {
+  if (first == 0) return true;  // unknown time: keep rather than silently lose evidence
+  const int64_t end = std::max(first, last);
+  return (since_ns == 0 || end >= since_ns) && (until_ns == 0 || first <= until_ns);
+}
+}  // namespace
+
+IsolateInput MakeWindowInput(const std::vector<Finding>& findings, const std::vector<Observation>& observations,
+                             int64_t since_ns, int64_t until_ns, bool slowdown_reported) {
+  IsolateInput input;
+  input.slowdown_reported = slowdown_reported;
+  for (const Finding& f : findings) {
+    if (!InWindow(f.first_ns, f.last_ns, since_ns, until_ns)) continue;
+    input.findings.push_back(f);
+    input.layers_with_data.insert(f.layer);
+  }
+  for (const Observation& o : observations) {
+    const int64_t t = SortTimeNs(o);
+    if (!InWindow(t, t, since_ns, until_ns)) continue;
+    input.observations.push_back(o);
+    input.layers_with_data.insert(o.layer);
+  }
+  return input;
+}
+
+}  // namespace faultline

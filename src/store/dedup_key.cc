@@ -1,0 +1,77 @@
+#include "store/dedup_key.h"
+
+#include <openssl/evp.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+namespace faultline::store {
+namespace {
+
+// Field encoding: a tag byte, then for strings an 8-byte length and the bytes, for
+// numbers 8 little-endian bytes; absent optionals encode as the tag alone. The tags
+// keep "absent" distinct from 0 and prevent one field's bytes posing as another's.
+class KeyBuilder {
+ public:
+  void Str(char tag, std::string_view s) {
+    buf_.push_back(tag);
+    U64(s.size());
+    buf_.append(s);
+  }
+  void Num(char tag, uint64_t v) {
+    buf_.push_back(tag);
+    U64(v);
+  }
+  void Absent(char tag) { buf_.push_back(static_cast<char>(tag | 0x80)); }
+  const std::string& bytes() const { return buf_; }
+
+ private:
+  void U64(uint64_t v) {
+    for (int i = 0; i < 8; ++i) buf_.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  }
+  std::string buf_;
+};
+
+// One bit pattern per value: -0.0 equals 0.0 and every NaN is the same NaN.
+uint64_t CanonicalDouble(double d) {
+  if (d == 0.0) d = 0.0;
+  if (std::isnan(d)) return 0x7ff8000000000000ULL;
+  return std::bit_cast<uint64_t>(d);
+}
+
+}  // namespace
+
+std::string DedupKey(const Observation& obs) {
+  KeyBuilder k;
+  k.Str('n', obs.node);
+  k.Str('s', ToString(obs.source));
+  k.Str('k', ToString(obs.kind));
+  k.Str('c', obs.component.Id());
+  k.Num('t', static_cast<uint64_t>(obs.time_ns));
+  if (obs.mono_us)
+    k.Num('m', static_cast<uint64_t>(*obs.mono_us));
+  else
+    k.Absent('m');
+  if (obs.seq)
+    k.Num('q', *obs.seq);
+  else
+    k.Absent('q');
+  if (obs.code)
+    k.Num('d', static_cast<uint64_t>(*obs.code));
+  else
+    k.Absent('d');
+  if (obs.value)
+    k.Num('v', CanonicalDouble(*obs.value));
+  else
+    k.Absent('v');
+  k.Str('x', obs.text);
+  k.Str('r', obs.raw);
+
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(k.bytes().data(), k.bytes().size(), digest, &len, EVP_sha256(), nullptr);
+  return std::string(reinterpret_cast<const char*>(digest), kDedupKeyBytes);
+}
+
+}  // namespace faultline::store

@@ -1,0 +1,460 @@
+#include "store/store.h"
+
+#include <algorithm>
+#include <variant>
+
+#include "core/json.h"
+#include "store/dedup_key.h"
+#include "store/schema.h"
+#include "store/sqlite.h"
+
+namespace faultline {
+
+using store::DbHandle;
+using store::Exec;
+using store::QueryInt;
+using store::SqliteStatus;
+using store::Stmt;
+
+namespace {
+
+constexpr std::string_view kInsertObs =
+    "INSERT INTO observations(dedup_key, node, layer, source, kind, component, time_ns, seq, code, count, "
+    "payload) VALUES(?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(dedup_key) DO NOTHING";
+constexpr std::string_view kRaiseCount = "UPDATE observations SET count = ?1 WHERE dedup_key = ?2 AND count < ?1";
+constexpr std::string_view kUpsertCursor =
+    "INSERT INTO cursors(node, source, key, value) VALUES(?,?,?,?) "
+    "ON CONFLICT(node, source, key) DO UPDATE SET value = excluded.value";
+
+// Invalid UTF-8 (common in kernel lines and BMC strings) is replaced rather than
+// thrown on: the payload is evidence for people, the dedup key covers the exact bytes.
+std::string Dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+int64_t ClampCount(uint64_t c) { return c > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(c); }
+
+using Param = std::variant<int64_t, std::string>;
+
+void BindAll(Stmt& st, const std::vector<Param>& params) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    const int idx = static_cast<int>(i + 1);
+    if (const auto* v = std::get_if<int64_t>(&params[i]))
+      st.Bind(idx, *v);
+    else
+      st.Bind(idx, std::get<std::string>(params[i]));
+  }
+}
+
+int64_t LimitValue(size_t limit) { return limit == 0 ? -1 : static_cast<int64_t>(limit); }
+
+}  // namespace
+
+struct Store::Impl {
+  DbHandle db;
+  StoreOptions options;
+  std::optional<Stmt> insert_obs;
+  std::optional<Stmt> raise_count;
+  std::optional<Stmt> upsert_cursor;
+
+  Status Configure(bool is_memory);
+  Status Prepare();
+  Status InsertOne(const Observation& obs, AppendStats& stats);
+  Status SaveCursors(const std::vector<Cursor>& cursors);
+  Result<int64_t> UsedBytes();
+  Result<int64_t> DeleteOldestObservations(int64_t target_bytes);
+  Result<int64_t> DeleteOlderThan(int64_t cutoff_ns, int64_t& records_deleted);
+  Result<int64_t> InsertRecord(std::string_view sql, const std::vector<Param>& params);
+  template <typename T>
+  Result<QueryResult<T>> ListRecords(std::string_view table, std::string_view first_col, std::string_view last_col,
+                                     const RecordQuery& q);
+};
+
+Status Store::Impl::Configure(bool is_memory) {
+  sqlite3* h = db.get();
+  sqlite3_busy_timeout(h, options.busy_timeout_ms);
+  // Reading the schema first makes a non-database file fail here (SQLITE_NOTADB)
+  // before any pragma could try to write to it.
+  auto tables = QueryInt(h, "SELECT count(*) FROM sqlite_master");
+  if (!tables.ok()) return tables.status();
+  // auto_vacuum can only be chosen before the first table exists.
+  if (*tables == 0) {
+    if (auto s = Exec(h, "PRAGMA auto_vacuum = INCREMENTAL"); !s.ok()) return s;
+  }
+  if (!is_memory) {
+    auto mode = Stmt::Prepare(h, "PRAGMA journal_mode = WAL");
+    if (!mode.ok()) return mode.status();
+    auto row = mode->Step();
+    if (!row.ok()) return row.status();
+    if (!*row || mode->Text(0) != "wal") {
+      return Status(StatusCode::kUnsupported, "store: cannot enable WAL journal mode on this file system");
+    }
+  }
+  const bool full = options.synchronous == StoreOptions::Synchronous::kFull;
+  if (auto s = Exec(h, full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL"); !s.ok()) return s;
+  // Keeps the WAL file from staying at its high-water mark after checkpoints.
+  if (auto s = Exec(h, "PRAGMA journal_size_limit = 67108864"); !s.ok()) return s;
+  if (options.check_integrity_on_open) {
+    auto check = Stmt::Prepare(h, "PRAGMA quick_check");
+    if (!check.ok()) return check.status();
+    auto row = check->Step();
+    if (!row.ok()) return row.status();
+    if (*row && check->Text(0) != "ok") return Status(StatusCode::kCorrupt, "store: " + check->Text(0));
+  }
+  return Status::Ok();
+}
+
+Status Store::Impl::Prepare() {
+  for (auto [slot, sql] : {std::pair{&insert_obs, kInsertObs}, std::pair{&raise_count, kRaiseCount},
+                           std::pair{&upsert_cursor, kUpsertCursor}}) {
+    auto st = Stmt::Prepare(db.get(), sql);
+    if (!st.ok()) return st.status();
+    slot->emplace(std::move(*st));
+  }
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const StoreOptions& options) {
+  const bool is_memory = path.empty() || path == ":memory:";
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(is_memory ? ":memory:" : path.c_str(), &raw,
+                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  auto impl = std::make_unique<Impl>();
+  impl->db.reset(raw);
+  impl->options = options;
+  if (rc != SQLITE_OK) return SqliteStatus(rc, raw, "store: open " + path);
+  auto fail = [&](const Status& s) { return Status(s.code(), "store: " + path + ": " + s.message()); };
+  if (auto s = impl->Configure(is_memory); !s.ok()) return fail(s);
+  auto version = store::ApplyMigrations(impl->db.get(), store::StoreMigrations());
+  if (!version.ok()) return fail(version.status());
+  if (auto s = impl->Prepare(); !s.ok()) return fail(s);
+  return std::unique_ptr<Store>(new Store(std::move(impl)));
+}
+
+Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Store::~Store() { (void)Close(); }
+
+#define FAULTLINE_STORE_OPEN_OR_RETURN() \
+  std::lock_guard<std::mutex> lock(mu_); \
+  if (!impl_) return Status(StatusCode::kUnavailable, "store: closed")
+
+Status Store::Impl::InsertOne(const Observation& obs, AppendStats& stats) {
+  if (obs.node.empty()) return Status(StatusCode::kInvalidArgument, "store: observation without node");
+  const std::string key = store::DedupKey(obs);
+  const int64_t count = ClampCount(obs.count);
+  Stmt& ins = *insert_obs;
+  ins.Reset();
+  ins.BindBlob(1, key);
+  ins.Bind(2, obs.node);
+  ins.Bind(3, ToString(obs.layer));
+  ins.Bind(4, ToString(obs.source));
+  ins.Bind(5, ToString(obs.kind));
+  ins.Bind(6, obs.component.Id());
+  ins.Bind(7, obs.time_ns);
+  ins.BindOptional(8, obs.seq ? std::optional<int64_t>(static_cast<int64_t>(*obs.seq)) : std::nullopt);
+  ins.BindOptional(9, obs.code);
+  ins.Bind(10, count);
+  ins.Bind(11, Dump(Json(obs)));
+  if (auto s = ins.Run(); !s.ok()) return s;
+  if (sqlite3_changes(db.get()) == 1) {
+    ++stats.inserted;
+    return Status::Ok();
+  }
+  Stmt& up = *raise_count;
+  up.Reset();
+  up.Bind(1, count);
+  up.BindBlob(2, key);
+  if (auto s = up.Run(); !s.ok()) return s;
+  if (sqlite3_changes(db.get()) == 1)
+    ++stats.updated;
+  else
+    ++stats.duplicates;
+  return Status::Ok();
+}
+
+Status Store::Impl::SaveCursors(const std::vector<Cursor>& cursors) {
+  for (const Cursor& c : cursors) {
+    Stmt& st = *upsert_cursor;
+    st.Reset();
+    st.Bind(1, c.node);
+    st.Bind(2, c.source);
+    st.Bind(3, c.key);
+    st.Bind(4, c.value);
+    if (auto s = st.Run(); !s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+Result<AppendStats> Store::Append(const std::vector<Observation>& observations, const std::vector<Cursor>& cursors) {
+  FAULTLINE_STORE_OPEN_OR_RETURN();
+  sqlite3* h = impl_->db.get();
+  if (auto s = Exec(h, "BEGIN IMMEDIATE"); !s.ok()) return s;
+  AppendStats stats;
+  Status s;
+  for (const Observation& obs : observations) {
+    s = impl_->InsertOne(obs, stats);
+    if (!s.ok()) break;
+  }
+  if (s.ok()) s = impl_->SaveCursors(cursors);
+  if (s.ok()) s = Exec(h, "COMMIT");
+  if (!s.ok()) {
+    (void)Exec(h, "ROLLBACK");
+    return s;
+  }
+  return stats;
+}
+
+Status Store::PutCursors(const std::vector<Cursor>& cursors) {
+  auto r = Append({}, cursors);
+  return r.status();
+}
+
+Result<std::optional<std::string>> Store::GetCursor(const std::string& node, const std::string& source,
+                                                    const std::string& key) {
+  FAULTLINE_STORE_OPEN_OR_RETURN();
+  auto st = Stmt::Prepare(impl_->db.get(), "SELECT value FROM cursors WHERE node=? AND source=? AND key=?");
+  if (!st.ok()) return st.status();
+  BindAll(*st, {node, source, key});
+  auto row = st->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return std::optional<std::string>();
+  return std::optional<std::string>(st->Text(0));
+}
+
+Result<std::vector<Cursor>> Store::ListCursors(const std::string& node, const std::string& source) {
+  FAULTLINE_STORE_OPEN_OR_RETURN();
+  auto st = Stmt::Prepare(impl_->db.get(), "SELECT key, value FROM cursors WHERE node=? AND source=? ORDER BY key");
+  if (!st.ok()) return st.status();
+  BindAll(*st, {node, source});
+  std::vector<Cursor> out;
+  while (true) {
+    auto row = st->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return out;
+    out.push_back(Cursor{node, source, st->Text(0), st->Text(1)});
+  }
+}
+
+Result<QueryResult<Observation>> Store::QueryObservations(const ObservationQuery& q) {
+  FAULTLINE_STORE_OPEN_OR_RETURN();
+  std::string sql = "SELECT id, node, count, payload FROM observations WHERE time_ns >= ? AND time_ns <= ?";
+  std::vector<Param> params{q.since_ns, q.until_ns};
+  auto add = [&](const char* clause, Param p) {
+    sql += clause;
+    params.push_back(std::move(p));
+  };
+  if (q.node) add(" AND node = ?", *q.node);
+  if (q.layer) add(" AND layer = ?", std::string(ToString(*q.layer)));
+  if (q.component) add(" AND component = ?", *q.component);
+  if (q.kind) add(" AND kind = ?", std::string(ToString(*q.kind)));
+  if (q.source) add(" AND source = ?", std::string(ToString(*q.source)));
+  sql += q.newest_first ? " ORDER BY time_ns DESC, id DESC" : " ORDER BY time_ns, id";
+  add(" LIMIT ?", LimitValue(q.limit));
+  auto st = Stmt::Prepare(impl_->db.get(), sql);
+  if (!st.ok()) return st.status();
+  BindAll(*st, params);
+  QueryResult<Observation> out;
+  while (true) {
+    auto row = st->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return out;
+    auto obs = DecodeJson<Observation>(st->Text(3));
+    if (!obs.ok()) {
+      out.bad_rows.push_back(BadRow{"observations", st->Int(0), obs.status().message()});
+      continue;
+    }
+    obs->count = static_cast<uint64_t>(st->Int(2));  // the column is raised by later folds
+    out.rows.push_back(Row<Observation>{st->Int(0), st->Text(1), std::move(*obs)});
+  }
+}
+
+Result<int64_t> Store::Impl::InsertRecord(std::string_view sql, const std::vector<Param>& params) {
+  auto st = Stmt::Prepare(db.get(), sql);
+  if (!st.ok()) return st.status();
+  BindAll(*st, params);
+  if (auto s = st->Run(); !s.ok()) return s;
+  return static_cast<int64_t>(sqlite3_last_insert_rowid(db.get()));
+}
+
+Result<int64_t> Store::PutFinding(const std::string& node, const Finding& f) {
+  FAULTLINE_STORE_OPEN_OR_RETURN();
+  return impl_->InsertRecord(
+      "INSERT INTO findings(node, layer, fault_class, component, severity, first_ns, last_ns, payload) "
+      "VALUES(?,?,?,?,?,?,?,?)",
+      {node, std::string(ToString(f.layer)), std::string(ToString(f.fault_class)), f.component.Id(),
+       std::string(ToString(f.severity)), f.first_ns, f.last_ns, Dump(Json(f))});
+}
+
+Result<int64_t> Store::PutDiagnosis(const std::string& node, const Diagnosis& d, int64_t created_ns) {
+  FAULTLINE_STORE_OPEN_OR_RETURN();
+  return impl_->InsertRecord(
+      "INSERT INTO diagnoses(node, fault_class, component, action, first_ns, last_ns, created_ns, payload) "
+      "VALUES(?,?,?,?,?,?,?,?)",
+      {node, std::string(ToString(d.fault_class)), d.component.Id(), std::string(ToString(d.action)), d.first_ns,
+       d.last_ns, created_ns, Dump(Json(d))});
+}
+
+Result<int64_t> Store::PutAction(const ActionRecord& a) {
+  FAULTLINE_STORE_OPEN_OR_RETURN();
+  auto st = Stmt::Prepare(impl_->db.get(),
+                          "INSERT INTO actions(node, action, time_ns, diagnosis_id, dry_run, outcome, payload) "
+                          "VALUES(?,?,?,?,?,?,?)");
+  if (!st.ok()) return st.status();
+  BindAll(*st, {a.node, std::string(ToString(a.action)), a.time_ns});
+  st->BindOptional(4, a.diagnosis_id);
+  st->Bind(5, int64_t{a.dry_run ? 1 : 0});
+  st->Bind(6, a.outcome);
+  st->Bind(7, Dump(Json(a)));
+  if (auto s = st->Run(); !s.ok()) return s;
+  return static_cast<int64_t>(sqlite3_last_insert_rowid(impl_->db.get()));
+}
+
+template <typename T>
+Result<QueryResult<T>> Store::Impl::ListRecords(std::string_view table, std::string_view first_col,
+                                                std::string_view last_col, const RecordQuery& q) {
+  std::string sql = "SELECT id, node, payload FROM " + std::string(table) + " WHERE " + std::string(last_col) +
+                    " >= ? AND " + std::string(first_col) + " <= ?";
+  std::vector<Param> params{q.since_ns, q.until_ns};
+  if (q.node) {
+    sql += " AND node = ?";
+    params.push_back(*q.node);
+  }
+  sql += " ORDER BY " + std::string(first_col) + ", id LIMIT ?";
+  params.push_back(LimitValue(q.limit));
+  auto st = Stmt::Prepare(db.get(), sql);
+  if (!st.ok()) return st.status();
+  BindAll(*st, params);
+  QueryResult<T> out;
+  while (true) {
+    auto row = st->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return out;
+    auto value = DecodeJson<T>(st->Text(2));
+    if (!value.ok()) {
+      out.bad_rows.push_back(BadRow{std::string(table), st->Int(0), value.status().message()});
+      continue;
+    }
+    out.rows.push_back(Row<T>{st->Int(0), st->Text(1), std::move(*value)});
+  }
+}
+
+Result<QueryResult<Finding>> Store::ListFindings(const RecordQuery& q) {
+  FAULTLINE_STORE_OPEN_OR_RETURN();
+  return impl_->ListRecords<Finding>("findings", "first_ns", "last_ns", q);
+}
+
+Result<QueryResult<Diagnosis>> Store::ListDiagnoses(const RecordQuery& q) {
+  FAULTLINE_STORE_OPEN_OR_RETURN();
+  return impl_->ListRecords<Diagnosis>("diagnoses", "first_ns", "last_ns", q);
+}
+
+Result<QueryResult<ActionRecord>> Store::ListActions(const RecordQuery& q) {
+  FAULTLINE_STORE_OPEN_OR_RETURN();
+  return impl_->ListRecords<ActionRecord>("actions", "time_ns", "time_ns", q);
+}
+
+Result<int64_t> Store::Impl::UsedBytes() {
+  auto pages = QueryInt(db.get(), "PRAGMA page_count");
+  auto free_pages = QueryInt(db.get(), "PRAGMA freelist_count");
+  auto page_size = QueryInt(db.get(), "PRAGMA page_size");
+  for (const auto* r : {&pages, &free_pages, &page_size}) {
+    if (!r->ok()) return r->status();
+  }
+  return (*pages - *free_pages) * *page_size;
+}
+
+Result<int64_t> Store::Impl::DeleteOlderThan(int64_t cutoff_ns, int64_t& records_deleted) {
+  int64_t observations = 0;
+  const std::pair<std::string_view, std::string_view> tables[] = {
+      {"observations", "time_ns"}, {"findings", "last_ns"}, {"diagnoses", "last_ns"}, {"actions", "time_ns"}};
+  for (const auto& [table, col] : tables) {
+    auto st = Stmt::Prepare(db.get(), "DELETE FROM " + std::string(table) + " WHERE " + std::string(col) + " < ?");
+    if (!st.ok()) return st.status();
+    st->Bind(1, cutoff_ns);
+    if (auto s = st->Run(); !s.ok()) return s;
+    const int64_t n = sqlite3_changes(db.get());
+    if (table == "observations")
+      observations = n;
+    else
+      records_deleted += n;
+  }
+  return observations;
+}
+
+Result<int64_t> Store::Impl::DeleteOldestObservations(int64_t target_bytes) {
+  auto st = Stmt::Prepare(
+      db.get(), "DELETE FROM observations WHERE id IN (SELECT id FROM observations ORDER BY time_ns, id LIMIT ?)");
+  if (!st.ok()) return st.status();
+  int64_t deleted = 0;
+  while (true) {
+    auto used = UsedBytes();
+    if (!used.ok()) return used.status();
+    if (*used <= target_bytes) return deleted;
+    st->Reset();
+    st->Bind(1, std::max<int64_t>(1, options.retention_batch_rows));
+    if (auto s = st->Run(); !s.ok()) return s;
+    const int64_t n = sqlite3_changes(db.get());
+    if (n == 0) return deleted;  // only findings/diagnoses left: nothing more to drop here
+    deleted += n;
+  }
+}
+
+Result<RetentionStats> Store::ApplyRetention(int64_t now_ns) {
+  FAULTLINE_STORE_OPEN_OR_RETURN();
+  RetentionStats stats;
+  auto before = impl_->UsedBytes();
+  if (!before.ok()) return before.status();
+  stats.bytes_before = *before;
+  const StoreOptions& o = impl_->options;
+  if (o.max_age_ns > 0) {
+    auto n = impl_->DeleteOlderThan(now_ns - o.max_age_ns, stats.records_deleted);
+    if (!n.ok()) return n.status();
+    stats.observations_deleted += *n;
+  }
+  if (o.max_bytes > 0 && stats.bytes_before > o.max_bytes) {
+    auto n = impl_->DeleteOldestObservations(o.max_bytes / 10 * 9);
+    if (!n.ok()) return n.status();
+    stats.observations_deleted += *n;
+  }
+  sqlite3* h = impl_->db.get();
+  if (auto s = Exec(h, "PRAGMA incremental_vacuum"); !s.ok()) return s;
+  if (auto s = Exec(h, "PRAGMA wal_checkpoint(TRUNCATE)"); !s.ok()) return s;
+  auto after = impl_->UsedBytes();
+  if (!after.ok()) return after.status();
+  stats.bytes_after = *after;
+  return stats;
+}
+
+Result<StoreStats> Store::Stats() {
+  FAULTLINE_STORE_OPEN_OR_RETURN();
+  sqlite3* h = impl_->db.get();
+  StoreStats s;
+  const std::pair<int64_t*, std::string_view> counts[] = {
+      {&s.observations, "SELECT count(*) FROM observations"},
+      {&s.findings, "SELECT count(*) FROM findings"},
+      {&s.diagnoses, "SELECT count(*) FROM diagnoses"},
+      {&s.actions, "SELECT count(*) FROM actions"},
+      {&s.file_bytes, "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()"}};
+  for (const auto& [out, sql] : counts) {
+    auto v = QueryInt(h, sql);
+    if (!v.ok()) return v.status();
+    *out = *v;
+  }
+  auto used = impl_->UsedBytes();
+  if (!used.ok()) return used.status();
+  s.used_bytes = *used;
+  auto version = store::SchemaVersion(h);
+  if (!version.ok()) return version.status();
+  s.schema_version = *version;
+  return s;
+}
+
+Status Store::Close() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!impl_) return Status::Ok();
+  // Folding the WAL into the main file leaves a self-contained database behind.
+  Status s = Exec(impl_->db.get(), "PRAGMA wal_checkpoint(TRUNCATE)");
+  impl_.reset();
+  return s;
+}
+
+}  // namespace faultline
