@@ -2,6 +2,7 @@
 // until SIGINT or SIGTERM. Prints the URL (and the CA certificate to trust) on stdout.
 #include <signal.h>
 
+#include <chrono>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -18,6 +19,7 @@ struct MockBmcArgs {
   sim::MockBmcOptions options;
   std::string password_file;
   bool no_auth = false;
+  int latency_ms = 0;
 };
 
 int ExitCodeFor(const Status& s) {
@@ -54,6 +56,7 @@ int RunMockBmc(MockBmcArgs& args) {
     std::cerr << "faultline mock-bmc: " << bmc.status().ToString() << "\n";
     return ExitCodeFor(bmc.status());
   }
+  (*bmc)->SetLatency(std::chrono::milliseconds(args.latency_ms));
   std::cout << "mock BMC serving " << args.options.mockup_dir << " at " << (*bmc)->base_url() << "/redfish/v1\n";
   if (!(*bmc)->ca_cert_path().empty()) std::cout << "CA certificate: " << (*bmc)->ca_cert_path() << "\n";
   if (args.options.auth_required) std::cout << "user: " << args.options.username << "\n";
@@ -86,6 +89,8 @@ void AddMockBmcCommand(CliApp& app) {
   cmd->add_option("--max-sessions", o.max_sessions, "Session limit (503 beyond)")->capture_default_str();
   cmd->add_option("--page-size", o.page_size, "Serve collections in pages of N members (0 = whole)");
   cmd->add_option("--speed", o.time_scale, "Scenario seconds per wall-clock second")->default_val(1.0);
+  cmd->add_option("--latency-ms", args->latency_ms, "Delay every answer by this many milliseconds")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--advertise-sse", o.advertise_sse, "Add ServerSentEventUri to the EventService");
   cmd->callback([&app, args] { app.exit_code = RunMockBmc(*args); });
 }
