@@ -60,8 +60,27 @@ bool InWindow(const Observation& o, std::optional<int64_t> since, std::optional<
   return (!since || o.time_ns >= *since) && (!until || o.time_ns <= *until);
 }
 
-Json ReportJson(const std::string& node, const std::vector<InputReport>& reports, const std::vector<Diagnosis>& dx,
+// The isolator leads with a `none` diagnosis when nothing needs action (it carries the
+// ruled-out layers); informational diagnoses may follow it.
+struct Outcome {
+  std::optional<Diagnosis> nothing_wrong;
+  std::vector<Diagnosis> diagnoses;  // every diagnosis of a real fault class, most important first
+};
+
+Outcome Split(std::vector<Diagnosis> dx) {
+  Outcome o;
+  if (!dx.empty() && dx.front().fault_class == FaultClass::kNone) {
+    o.nothing_wrong = std::move(dx.front());
+    dx.erase(dx.begin());
+  }
+  std::erase_if(dx, [](const Diagnosis& d) { return d.fault_class == FaultClass::kNone; });
+  o.diagnoses = std::move(dx);
+  return o;
+}
+
+Json ReportJson(const std::string& node, const std::vector<InputReport>& reports, const Outcome& outcome,
                 const std::vector<Finding>& findings) {
+  const std::vector<Diagnosis>& dx = outcome.diagnoses;
   Json inputs = Json::array();
   for (const InputReport& r : reports) {
     inputs.push_back({{"path", r.path}, {"bytes", r.stats.bytes}, {"lines", r.stats.lines},
@@ -70,7 +89,11 @@ Json ReportJson(const std::string& node, const std::vector<InputReport>& reports
                       {"folded_duplicates", r.stats.folded_duplicates}, {"warnings", r.stats.warnings}});
   }
   Json j{{"node", node}, {"inputs", inputs}, {"diagnoses", dx}, {"findings", findings}};
-  j["primary"] = dx.empty() ? Json{{"fault_class", "none"}, {"action", "none"}} : Json(dx.front());
+  if (outcome.nothing_wrong) {
+    j["primary"] = *outcome.nothing_wrong;
+  } else {
+    j["primary"] = dx.empty() ? Json{{"fault_class", "none"}, {"action", "none"}} : Json(dx.front());
+  }
   return j;
 }
 
@@ -115,24 +138,24 @@ int Run(const DiagnoseArgs& args) {
   IsolateInput input;
   input.findings = detector.Findings();
   input.layers_with_data = {Layer::kOs};
-  std::vector<Diagnosis> dx = Isolate(input);
-  std::erase_if(dx, [](const Diagnosis& d) { return d.fault_class == FaultClass::kNone; });
+  const Outcome outcome = Split(Isolate(input));
 
   std::string node = args.node;
   if (node.empty() && !reports.empty()) node = reports.front().stats.host;
   if (args.json) {
-    std::cout << ReportJson(node, reports, dx, input.findings).dump(2) << "\n";
+    std::cout << ReportJson(node, reports, outcome, input.findings).dump(2) << "\n";
     return kExitOk;
   }
   uint64_t lines = 0, classified = 0;
   for (const InputReport& r : reports) lines += r.stats.lines, classified += r.stats.classified_lines;
   std::cout << "faultline diagnose: " << reports.size() << " file(s), " << lines << " lines (" << classified
             << " recognized)" << (node.empty() ? "" : ", node " + node) << "\n\n";
-  if (dx.empty()) {
-    std::cout << "No fault found in the kernel log: no hardware, driver, fabric or program errors recognized.\n";
-    return kExitOk;
+  if (outcome.nothing_wrong || outcome.diagnoses.empty()) {
+    std::cout << "No fault found in the kernel log that needs action.\n";
+    if (outcome.nothing_wrong) RenderDiagnoses(std::cout, {*outcome.nothing_wrong});
+    if (!outcome.diagnoses.empty()) std::cout << "Informational:\n";
   }
-  RenderDiagnoses(std::cout, dx);
+  RenderDiagnoses(std::cout, outcome.diagnoses);
   return kExitOk;
 }
 

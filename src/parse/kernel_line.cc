@@ -390,7 +390,7 @@ bool ParseHostAndHang(std::string_view msg, KernelEvent& ev) {
       size_t p = msg.find(sev);
       if (p == npos) continue;
       ev.type = KT::kEdac;
-      ev.severity = sev.substr(1, 2);
+      ev.severity = msg.substr(p + 1, 2);  // a view into the input, like every other field
       size_t start = p;
       while (start > 0 && IsDigit(msg[start - 1])) --start;
       int64_t n = 1;

@@ -1,6 +1,7 @@
 // End-to-end: the faultline binary on the example logs and on bad input.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -82,7 +83,7 @@ TEST(CliDiagnoseTest, CleanLogSaysNothingIsWrong) {
   EXPECT_EQ(j["primary"]["action"], "none");
   RunResult human = Faultline("diagnose " + path);
   EXPECT_EQ(human.exit_code, 0);
-  EXPECT_NE(human.out.find("No fault found"), std::string::npos);
+  EXPECT_NE(human.out.find("No fault found"), std::string::npos) << human.out;
 }
 
 TEST(CliDiagnoseTest, ReadsStdin) {
@@ -126,6 +127,27 @@ TEST(CliDiagnoseTest, HelpTeaches) {
   EXPECT_EQ(r.exit_code, 0);
   for (const char* s : {"--json", "--gpu-map", "--since", "stdin", "Exit code"}) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s;
+  }
+}
+
+}  // namespace
+}  // namespace faultline
+
+namespace faultline {
+namespace {
+
+TEST(CliCollectKmsgTest, MissingDeviceIsExitCode2AndRealDeviceReads) {
+  EXPECT_EQ(Faultline("collect kmsg --device /nonexistent/kmsg").exit_code, 2);
+  if (access("/dev/kmsg", R_OK) != 0) GTEST_SKIP() << "/dev/kmsg not readable here";
+  RunResult r = Faultline("collect kmsg --json");
+  EXPECT_EQ(r.exit_code, 0);
+  // Whatever this machine's kernel logged, each line printed is one JSON observation.
+  size_t start = 0;
+  while (start < r.out.size()) {
+    size_t end = r.out.find('\n', start);
+    Json o = Json::parse(r.out.substr(start, end - start));
+    EXPECT_EQ(o["source"], "kmsg");
+    start = end == std::string::npos ? r.out.size() : end + 1;
   }
 }
 

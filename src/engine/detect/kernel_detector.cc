@@ -144,7 +144,8 @@ void Rules::FellOffBus() {
     }
     Add(it->second, i);
   }
-  for (auto& [id, f] : by_gpu) {
+  for (auto& entry : by_gpu) {
+    Finding& f = entry.second;  // not a structured binding: lambdas below capture it
     // AER errors on the same link shortly before: on the GPU's function or its upstream port.
     const std::string bdf = Key(f.component, "bdf");
     std::set<std::string> link_devices{bdf};
