@@ -4,6 +4,7 @@
 // {observations, findings, errors}. Exit code: 0 read (findings, if any, are in the
 // output), 1 the endpoint failed (timeout, refused, HTTP error, oversized body),
 // 2 bad arguments or an unreadable file.
+#include <cstdio>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -40,7 +41,11 @@ std::vector<Finding> RunDetectors(const std::vector<Observation>& observations) 
 
 std::string ObservationLine(const Observation& o) {
   std::string line = o.component.Id() + "  " + std::string(ToString(o.kind));
-  if (o.value) line += "  " + Json(*o.value).dump();
+  if (o.value) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.15g", *o.value);
+    line += std::string("  ") + buf;
+  }
   if (o.code) line += "  code " + std::to_string(*o.code);
   for (const auto& [k, v] : o.attrs) line += "  " + k + "=" + v;
   return line;

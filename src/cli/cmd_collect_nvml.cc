@@ -48,13 +48,15 @@ std::string HostName() {
 Json SampleJson(const nvml::NvmlSample& s, const std::string& node, const std::vector<Finding>& findings) {
   Json errors = Json::array();
   for (const auto& e : s.errors) {
-    errors.push_back({{"gpu", e.gpu}, {"call", e.call}, {"code", e.code}, {"error", nvml::NvmlErrorName(e.code)},
+    errors.push_back({{"gpu", e.gpu},
+                      {"call", e.call},
+                      {"code", e.code},
+                      {"error", nvml::NvmlErrorName(e.code)},
                       {"message", e.message}});
   }
-  return Json{{"time", FormatIso8601(s.time_ns)}, {"time_ns", s.time_ns}, {"node", node},
-              {"gpu_count", s.gpu_count},        {"observations", s.observations},
-              {"findings", findings},            {"errors", errors},
-              {"notes", s.notes}};
+  return Json{
+      {"time", FormatIso8601(s.time_ns)}, {"time_ns", s.time_ns}, {"node", node},     {"gpu_count", s.gpu_count},
+      {"observations", s.observations},   {"findings", findings}, {"errors", errors}, {"notes", s.notes}};
 }
 
 // One row of the human table, folded from a GPU's observations.
@@ -90,20 +92,34 @@ std::string Column(const Observation& o) {
   const bool location = o.attrs.count("location") > 0;
   const bool vol = Attr(o, "counter") == "volatile";
   switch (o.kind) {
-    case ObsKind::kTemperature: return Attr(o, "sensor") == "memory" ? "hbm_c" : "temp_c";
-    case ObsKind::kPower: return "power_w";
-    case ObsKind::kPowerLimit: return "limit_w";
-    case ObsKind::kClock: return Attr(o, "clock") == "sm" ? "sm_mhz" : "mem_mhz";
-    case ObsKind::kClockThrottle: return "reasons";
-    case ObsKind::kEccSbe: return !location && vol ? "sbe_vol" : "";
-    case ObsKind::kEccDbe: return !location && vol ? "dbe_vol" : "";
-    case ObsKind::kRowRemapPending: return "remap_pend";
-    case ObsKind::kRowRemapFailure: return "remap_fail";
-    case ObsKind::kPcieLinkGen: return "gen";
-    case ObsKind::kPcieLinkWidth: return "width";
-    case ObsKind::kPcieReplay: return "replay";
-    case ObsKind::kGpuLost: return "lost";
-    default: return "";
+    case ObsKind::kTemperature:
+      return Attr(o, "sensor") == "memory" ? "hbm_c" : "temp_c";
+    case ObsKind::kPower:
+      return "power_w";
+    case ObsKind::kPowerLimit:
+      return "limit_w";
+    case ObsKind::kClock:
+      return Attr(o, "clock") == "sm" ? "sm_mhz" : "mem_mhz";
+    case ObsKind::kClockThrottle:
+      return "reasons";
+    case ObsKind::kEccSbe:
+      return !location && vol ? "sbe_vol" : "";
+    case ObsKind::kEccDbe:
+      return !location && vol ? "dbe_vol" : "";
+    case ObsKind::kRowRemapPending:
+      return "remap_pend";
+    case ObsKind::kRowRemapFailure:
+      return "remap_fail";
+    case ObsKind::kPcieLinkGen:
+      return "gen";
+    case ObsKind::kPcieLinkWidth:
+      return "width";
+    case ObsKind::kPcieReplay:
+      return "replay";
+    case ObsKind::kGpuLost:
+      return "lost";
+    default:
+      return "";
   }
 }
 
@@ -131,23 +147,24 @@ void RenderTable(std::ostream& out, const nvml::NvmlSample& s, const std::string
     auto it = o.component.keys.find("index");
     if (it != o.component.keys.end()) Fold(o, rows[std::atoi(it->second.c_str())]);
   }
-  out << FormatIso8601(s.time_ns) << "  node " << node << "  " << s.gpu_count << " GPU(s), "
-      << s.observations.size() << " observations\n";
-  static const char* kCols[] = {"bdf", "temp_c", "hbm_c", "power_w", "limit_w", "sm_mhz", "mem_mhz", "reasons",
-                                "sbe_vol", "dbe_vol", "remap_pend", "remap_fail", "gen", "width", "replay", "lost"};
+  out << FormatIso8601(s.time_ns) << "  node " << node << "  " << s.gpu_count << " GPU(s), " << s.observations.size()
+      << " observations\n";
+  static const char* kCols[] = {"bdf",     "temp_c",  "hbm_c",   "power_w", "limit_w",    "sm_mhz",
+                                "mem_mhz", "reasons", "sbe_vol", "dbe_vol", "remap_pend", "remap_fail",
+                                "gen",     "width",   "replay",  "lost"};
   char line[512];
   std::snprintf(line, sizeof(line), "%-4s", "gpu");
   out << line;
   for (const char* c : kCols) out << " " << c;
   out << " nvlink_up nvlink_err  name\n";
   for (auto& [index, row] : rows) {
-    out << std::to_string(index) << std::string(index < 10 ? 4 : 3, ' ');
+    out << std::to_string(index) << std::string(index < 10 ? 3 : 2, ' ');
     for (const char* c : kCols) {
       const std::string v = row.cells.count(c) ? row.cells[c] : "-";
       out << " " << v << std::string(v.size() < std::strlen(c) ? std::strlen(c) - v.size() : 0, ' ');
     }
-    out << " " << row.links_up << "/" << row.links << "      " << Num(row.link_errors) << "  "
-        << row.cells["name"] << "\n";
+    out << " " << row.links_up << "/" << row.links << "      " << Num(row.link_errors) << "  " << row.cells["name"]
+        << "\n";
   }
   for (const auto& e : s.errors) out << "error: " << e.message << "\n";
   for (const auto& n : s.notes) out << "note: " << n << "\n";
@@ -168,8 +185,8 @@ int Run(const CollectNvmlArgs& args) {
   }
   NvmlFindingsHook findings;
   int rc = kExitOk;
-  const auto interval = std::chrono::duration_cast<std::chrono::nanoseconds>(
-      std::chrono::duration<double>(args.interval_s));
+  const auto interval =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(args.interval_s));
   (*collector)->Run(args.count, interval, [&](const nvml::NvmlSample& s) {
     for (const auto& e : s.errors) rc = e.gpu < 0 ? kExitFailure : rc;
     const std::vector<Finding> found = findings.Observe(s.observations);
@@ -198,7 +215,8 @@ void AddCollectNvmlCommand(CliApp& app) {
   cmd->add_option("--interval", args->interval_s, "Seconds between samples (default 10)");
   cmd->add_option("--count", args->count, "Number of samples (default 1; 0 = until interrupted)");
   cmd->add_option("--node", args->node, "Node name stamped on observations (default: the host name)");
-  cmd->add_option("--lib", args->lib, "Path of the NVML library to load (default: $FAULTLINE_NVML_LIB or the system's)");
+  cmd->add_option("--lib", args->lib,
+                  "Path of the NVML library to load (default: $FAULTLINE_NVML_LIB or the system's)");
   cmd->callback([args, &app] { app.exit_code = Run(*args); });
 }
 
