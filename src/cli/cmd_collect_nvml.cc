@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "core/json.h"
 #include "core/time.h"
+#include "engine/detect/gpu_detectors.h"
 #include "sources/nvml/nvml_collector.h"
 
 namespace faultline::cli {
@@ -30,13 +31,21 @@ struct CollectNvmlArgs {
   std::string lib;
 };
 
-// Hook for the GPU-layer detectors: the lead wires engine/detect's GPU detectors here
-// (feed each sample's observations, return their current findings). Detectors are
-// stateful across samples, so one instance lives for the whole run. Until wired it
-// reports no findings.
+// The GPU-layer detectors, fed every sample. Detectors are stateful across samples
+// (rates, sustained throttling), so one set lives for the whole run.
 class NvmlFindingsHook {
  public:
-  std::vector<Finding> Observe(const std::vector<Observation>& /*observations*/) { return {}; }
+  std::vector<Finding> Observe(const std::vector<Observation>& observations) {
+    std::vector<Finding> out;
+    for (auto& d : detectors_) {
+      for (const Observation& o : observations) d->Observe(o);
+      for (Finding& f : d->Findings()) out.push_back(std::move(f));
+    }
+    return out;
+  }
+
+ private:
+  std::vector<std::unique_ptr<Detector>> detectors_ = MakeGpuDetectors();
 };
 
 std::string HostName() {

@@ -71,6 +71,19 @@ TEST_F(NvmlCliTest, JsonSamplesOfEightGpus) {
   EXPECT_EQ(samples, 2);
 }
 
+TEST_F(NvmlCliTest, JsonCarriesGpuDetectorFindings) {
+  Json state = Node(4);
+  state["gpus"][2]["remapped_rows"]["pending"] = true;
+  env_.Write(state);
+  Ran r = Run("collect nvml --json --count 1 --node n7");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  Json s = Json::parse(r.out.substr(0, r.out.find('\n')));
+  ASSERT_EQ(s["findings"].size(), 1u) << s["findings"].dump();
+  EXPECT_EQ(s["findings"][0]["fault_class"], "row_remap_pending");
+  EXPECT_EQ(s["findings"][0]["component"]["id"], "gpu/2");
+  EXPECT_EQ(s["findings"][0]["action"], "reset_gpu");
+}
+
 TEST_F(NvmlCliTest, HumanTableShowsEachGpuAndErrors) {
   Json state = Node(2);
   state["gpus"][1]["errors"] = {{"nvmlDeviceGetPowerUsage", "NO_PERMISSION"}};

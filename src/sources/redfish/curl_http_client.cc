@@ -1,0 +1,156 @@
+#include "sources/redfish/curl_http_client.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <cctype>
+#include <memory>
+
+namespace faultline::redfish {
+namespace {
+
+struct Transfer {
+  HttpResponse response;
+  size_t max_body = 0;
+  bool too_large = false;
+  const std::function<bool(std::string_view)>* on_data = nullptr;
+  bool stopped_by_caller = false;
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+size_t OnBody(char* data, size_t size, size_t n, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const size_t len = size * n;
+  if (t->on_data) {
+    if (!(*t->on_data)(std::string_view(data, len))) {
+      t->stopped_by_caller = true;
+      return 0;
+    }
+    return len;
+  }
+  if (t->response.body.size() + len > t->max_body) {
+    t->too_large = true;
+    return 0;  // aborts the transfer with CURLE_WRITE_ERROR
+  }
+  t->response.body.append(data, len);
+  return len;
+}
+
+size_t OnHeader(char* data, size_t size, size_t n, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  std::string_view line(data, size * n);
+  size_t colon = line.find(':');
+  if (colon != std::string_view::npos) {
+    std::string name(line.substr(0, colon));
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+    while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) {
+      value.remove_suffix(1);
+    }
+    t->response.headers[name] = std::string(value);
+  }
+  return size * n;
+}
+
+int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  auto* t = static_cast<Transfer*>(user);
+  return t->cancel && t->cancel->load() ? 1 : 0;
+}
+
+using EasyPtr = std::unique_ptr<CURL, decltype(&curl_easy_cleanup)>;
+using ListPtr = std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)>;
+
+Status CurlError(CURLcode rc, const Transfer& t) {
+  std::string what = curl_easy_strerror(rc);
+  switch (rc) {
+    case CURLE_OPERATION_TIMEDOUT:
+      return Status(StatusCode::kTimeout, what);
+    case CURLE_PARTIAL_FILE:
+    case CURLE_RECV_ERROR:
+      return Status(StatusCode::kCorrupt, "truncated body: " + what);
+    case CURLE_WRITE_ERROR:
+      if (t.too_large) return Status(StatusCode::kCorrupt, "body exceeds the size limit");
+      return Status(StatusCode::kUnavailable, what);
+    case CURLE_ABORTED_BY_CALLBACK:
+      return Status(StatusCode::kUnavailable, "cancelled");
+    default:
+      return Status(StatusCode::kUnavailable, what);
+  }
+}
+
+// Everything Send and Stream share: URL, headers, TLS policy, timeouts, callbacks.
+void Configure(CURL* h, const HttpRequest& request, const CurlOptions& options, curl_slist* headers, Transfer& t) {
+  curl_easy_setopt(h, CURLOPT_URL, request.url.c_str());
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  const int64_t timeout_ms = std::max<int64_t>(1, request.timeout_ms);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_ms));
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(std::min(options.connect_timeout_ms, timeout_ms)));
+  curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, options.insecure ? 0L : 1L);
+  curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, options.insecure ? 0L : 2L);
+  if (!options.ca_file.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, options.ca_file.c_str());
+  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, OnBody);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &t);
+  curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, OnHeader);
+  curl_easy_setopt(h, CURLOPT_HEADERDATA, &t);
+  curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, OnProgress);
+  curl_easy_setopt(h, CURLOPT_XFERINFODATA, &t);
+  curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+}
+
+ListPtr HeaderList(const HttpRequest& request) {
+  ListPtr headers(nullptr, curl_slist_free_all);
+  for (const auto& [name, value] : request.headers) {
+    std::string line = name + ": " + value;
+    headers.reset(curl_slist_append(headers.release(), line.c_str()));
+  }
+  return headers;
+}
+
+}  // namespace
+
+CurlHttpClient::CurlHttpClient(CurlOptions options) : options_(std::move(options)) {}
+
+Result<HttpResponse> CurlHttpClient::Send(const HttpRequest& request) {
+  Transfer t;
+  t.max_body = options_.max_body_bytes;
+  t.cancel = request.cancel;
+  EasyPtr easy(curl_easy_init(), curl_easy_cleanup);
+  if (!easy) return Status(StatusCode::kInternal, "curl_easy_init failed");
+  CURL* h = easy.get();
+  ListPtr headers = HeaderList(request);
+  Configure(h, request, options_, headers.get(), t);
+  curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+  if (!request.body.empty() || request.method == "POST") {
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, request.body.c_str());
+    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, static_cast<long>(request.body.size()));
+  }
+  CURLcode rc = curl_easy_perform(h);
+  if (rc != CURLE_OK) return CurlError(rc, t);
+  long code = 0;
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+  t.response.status = static_cast<int>(code);
+  return std::move(t.response);
+}
+
+Result<int> CurlHttpClient::Stream(const HttpRequest& request, const std::function<bool(std::string_view)>& on_data) {
+  Transfer t;
+  t.on_data = &on_data;
+  t.cancel = request.cancel;
+  EasyPtr easy(curl_easy_init(), curl_easy_cleanup);
+  if (!easy) return Status(StatusCode::kInternal, "curl_easy_init failed");
+  CURL* h = easy.get();
+  ListPtr headers = HeaderList(request);
+  Configure(h, request, options_, headers.get(), t);
+  CURLcode rc = curl_easy_perform(h);
+  long code = 0;
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+  if (rc == CURLE_WRITE_ERROR && t.stopped_by_caller) return static_cast<int>(code);
+  if (rc != CURLE_OK) return CurlError(rc, t);
+  return static_cast<int>(code);
+}
+
+}  // namespace faultline::redfish

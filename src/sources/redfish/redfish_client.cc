@@ -1,0 +1,197 @@
+#include "sources/redfish/redfish_client.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "core/time.h"
+
+namespace faultline::redfish {
+namespace {
+
+constexpr char kSessions[] = "/redfish/v1/SessionService/Sessions";
+
+bool Retryable(const Result<HttpResponse>& r) {
+  if (!r.ok()) return r.status().code() == StatusCode::kTimeout || r.status().code() == StatusCode::kUnavailable;
+  return r->status >= 500 && r->status != 501;
+}
+
+Status HttpError(int status, const std::string& path) {
+  const std::string what = "HTTP " + std::to_string(status) + " for " + path;
+  if (status == 404) return Status(StatusCode::kNotFound, what);
+  if (status == 401 || status == 403) return Status(StatusCode::kPermissionDenied, what);
+  if (status == 503) return Status(StatusCode::kUnavailable, what);
+  return Status(StatusCode::kUnavailable, what);
+}
+
+}  // namespace
+
+RedfishClient::RedfishClient(HttpClient& http, const Clock& clock, RedfishClientOptions options)
+    : http_(http), clock_(clock), options_(std::move(options)), effective_auth_(options_.auth) {
+  while (!options_.base_url.empty() && options_.base_url.back() == '/') options_.base_url.pop_back();
+  options_.max_in_flight = std::max(1, options_.max_in_flight);
+}
+
+RedfishClient::~RedfishClient() { Logout(); }
+
+std::string RedfishClient::Url(const std::string& path) const {
+  if (path.rfind("http://", 0) == 0 || path.rfind("https://", 0) == 0) return path;
+  return options_.base_url + (path.empty() || path[0] != '/' ? "/" : "") + path;
+}
+
+std::vector<std::pair<std::string, std::string>> RedfishClient::AuthHeaders() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::pair<std::string, std::string>> h = {{"Accept", "application/json"},
+                                                        {"OData-Version", "4.0"}};
+  if (effective_auth_ == AuthMode::kSession && !token_.empty()) {
+    h.emplace_back("X-Auth-Token", token_);
+  } else if (effective_auth_ == AuthMode::kBasic && !options_.credentials.empty()) {
+    h.emplace_back("Authorization", BasicAuthHeader(options_.credentials));
+  }
+  return h;
+}
+
+void RedfishClient::Warn(std::string warning) {
+  std::lock_guard<std::mutex> lock(mu_);
+  warnings_.push_back(std::move(warning));
+}
+
+std::vector<std::string> RedfishClient::TakeWarnings() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::exchange(warnings_, {});
+}
+
+uint64_t RedfishClient::requests() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return requests_;
+}
+
+AuthMode RedfishClient::effective_auth() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return effective_auth_;
+}
+
+bool RedfishClient::Acquire(int64_t deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (in_flight_ >= options_.max_in_flight) {
+    const int64_t left = deadline - clock_.MonotonicNs();
+    if (left <= 0 || cancel_.load()) return false;
+    slot_free_.wait_for(lock, std::chrono::nanoseconds(std::min<int64_t>(left, 50 * kNsPerMs)));
+  }
+  ++in_flight_;
+  ++requests_;
+  return true;
+}
+
+void RedfishClient::Release() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    --in_flight_;
+  }
+  slot_free_.notify_one();
+}
+
+Result<HttpResponse> RedfishClient::SendOnce(HttpRequest request, int64_t deadline) {
+  if (cancel_.load()) return Status(StatusCode::kUnavailable, "cancelled");
+  if (!Acquire(deadline)) return Status(StatusCode::kTimeout, "deadline reached waiting for a request slot");
+  const int64_t left_ms = (deadline - clock_.MonotonicNs()) / kNsPerMs;
+  request.timeout_ms = std::max<int64_t>(1, std::min(options_.request_timeout_ms, left_ms));
+  request.cancel = &cancel_;
+  Result<HttpResponse> r = http_.Send(request);
+  Release();
+  return r;
+}
+
+Result<HttpResponse> RedfishClient::SendWithRetries(HttpRequest request, int64_t deadline) {
+  int64_t backoff_ms = options_.backoff_ms;
+  for (int attempt = 0;; ++attempt) {
+    Result<HttpResponse> r = SendOnce(request, deadline);
+    if (!Retryable(r) || attempt >= options_.retries || cancel_.load()) return r;
+    if (clock_.MonotonicNs() + backoff_ms * kNsPerMs >= deadline) return r;
+    std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
+    backoff_ms *= 2;
+  }
+}
+
+Status RedfishClient::CreateSession(int64_t deadline) {
+  HttpRequest req;
+  req.method = "POST";
+  req.url = Url(kSessions);
+  req.headers = {{"Content-Type", "application/json"}, {"Accept", "application/json"}};
+  req.body = nlohmann::json{{"UserName", options_.credentials.user}, {"Password", options_.credentials.password}}
+                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  int64_t backoff_ms = options_.backoff_ms;
+  for (int attempt = 0;; ++attempt) {
+    Result<HttpResponse> r = SendOnce(req, deadline);
+    if (!r.ok()) return r.status();
+    const int code = r->status;
+    if (code == 200 || code == 201) {
+      std::string token = r->Header("x-auth-token");
+      if (token.empty()) return Status(StatusCode::kCorrupt, "session created without X-Auth-Token");
+      std::lock_guard<std::mutex> lock(mu_);
+      token_ = token;
+      session_uri_ = r->Header("location");
+      effective_auth_ = AuthMode::kSession;
+      return Status::Ok();
+    }
+    if (code == 401 || code == 403) return Status(StatusCode::kPermissionDenied, "BMC refused the credentials");
+    // 503: the BMC's session table is full (iDRAC); wait for a slot to free up.
+    if (code == 503 && attempt + 1 < options_.session_retries &&
+        clock_.MonotonicNs() + backoff_ms * kNsPerMs < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
+      backoff_ms *= 2;
+      continue;
+    }
+    return HttpError(code, kSessions);
+  }
+}
+
+Status RedfishClient::Login(int64_t deadline) {
+  if (options_.auth != AuthMode::kSession) return Status::Ok();
+  Status st = CreateSession(deadline);
+  if (st.ok() || st.code() == StatusCode::kPermissionDenied || st.code() == StatusCode::kTimeout) return st;
+  Warn("session login failed (" + st.message() + "); falling back to Basic auth");
+  std::lock_guard<std::mutex> lock(mu_);
+  effective_auth_ = AuthMode::kBasic;
+  return Status::Ok();
+}
+
+Result<nlohmann::json> RedfishClient::Get(const std::string& path, int64_t deadline) {
+  HttpRequest req;
+  req.url = Url(path);
+  req.headers = AuthHeaders();
+  Result<HttpResponse> r = SendWithRetries(req, deadline);
+  if (r.ok() && r->status == 401 && effective_auth() == AuthMode::kSession) {
+    // The session expired or the BMC restarted: log in again once.
+    Warn("session rejected; logging in again");
+    if (CreateSession(deadline).ok()) {
+      req.headers = AuthHeaders();
+      r = SendWithRetries(req, deadline);
+    }
+  }
+  if (!r.ok()) return Status(r.status().code(), r.status().message() + " (" + path + ")");
+  if (r->status != 200) return HttpError(r->status, path);
+  try {
+    return nlohmann::json::parse(r->body);
+  } catch (const std::exception& e) {
+    return Status(StatusCode::kCorrupt, "malformed JSON at " + path + ": " + std::string(e.what()).substr(0, 120));
+  }
+}
+
+void RedfishClient::Logout() {
+  std::string uri, token;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    uri = std::exchange(session_uri_, "");
+    token = std::exchange(token_, "");
+  }
+  if (uri.empty() || token.empty()) return;
+  HttpRequest req;
+  req.method = "DELETE";
+  req.url = Url(uri);
+  req.headers = {{"X-Auth-Token", token}};
+  req.timeout_ms = options_.request_timeout_ms;
+  (void)http_.Send(req);  // best effort: the BMC expires sessions on its own too
+}
+
+}  // namespace faultline::redfish
