@@ -20,9 +20,14 @@ struct CliApp {
 };
 
 void AddDiagnoseCommand(CliApp& app);
+void AddCollectKmsgCommand(CliApp& app);
 void AddCollectNvmlCommand(CliApp& app);
 void AddCollectDcgmCommand(CliApp& app);
 void AddMockBmcCommand(CliApp& app);
 void AddCollectSysfsCommand(CliApp& app);
+void AddCollectRedfishCommand(CliApp& app);  // also `bench redfish-sweep`
+void AddCollectIpmiCommand(CliApp& app);
+void AddAgentCommand(CliApp& app);
+void AddWhySlowCommand(CliApp& app);
 
 }  // namespace faultline::cli

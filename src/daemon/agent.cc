@@ -1,0 +1,238 @@
+#include "daemon/agent.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "daemon/sources.h"
+#include "store/store.h"
+
+namespace faultline::daemon {
+
+struct Agent::SourceState {
+  std::unique_ptr<AgentSource> source;
+  int64_t interval_ns = 0;
+  int64_t backoff_ns = 0;  // current retry delay while failing
+  bool failing = false;
+};
+
+std::string HostName() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof(buf) - 1) != 0 || buf[0] == '\0') return "localhost";
+  return buf;
+}
+
+Result<std::unique_ptr<Agent>> Agent::Create(const AgentConfig& config, const Clock& clock, Logger& logger) {
+  const std::string node = config.agent.node.empty() ? HostName() : config.agent.node;
+  auto store = Store::Open(config.agent.store_path);
+  if (!store.ok()) return store.status();
+  std::unique_ptr<Topology> topology;
+  auto sources = MakeConfiguredSources(config, node, clock, **store, topology);
+  if (!sources.ok()) return sources.status();
+  std::unique_ptr<Agent> agent(new Agent(config, node, std::move(store).value(), std::move(sources).value(),
+                                         std::move(topology), clock, logger));
+  if (Status s = agent->pipeline_->WarmStart(clock.NowNs()); !s.ok()) return s;
+  return agent;
+}
+
+Result<std::unique_ptr<Agent>> Agent::CreateWithSources(const AgentConfig& config,
+                                                        std::vector<std::unique_ptr<AgentSource>> sources,
+                                                        const Clock& clock, Logger& logger) {
+  const std::string node = config.agent.node.empty() ? HostName() : config.agent.node;
+  auto store = Store::Open(config.agent.store_path);
+  if (!store.ok()) return store.status();
+  std::unique_ptr<Agent> agent(
+      new Agent(config, node, std::move(store).value(), std::move(sources), nullptr, clock, logger));
+  if (Status s = agent->pipeline_->WarmStart(clock.NowNs()); !s.ok()) return s;
+  return agent;
+}
+
+Agent::Agent(const AgentConfig& config, std::string node, std::unique_ptr<Store> store,
+             std::vector<std::unique_ptr<AgentSource>> sources, std::unique_ptr<Topology> topology,
+             const Clock& clock, Logger& logger)
+    : config_(config),
+      node_(std::move(node)),
+      clock_(clock),
+      logger_(logger),
+      topology_(std::move(topology)),
+      store_(std::move(store)) {
+  pipeline_ = std::make_unique<Pipeline>(*store_, node_, PipelineOptions{.window_ns = config.isolate.window_ns},
+                                         topology_.get());
+  for (auto& s : sources) {
+    auto state = std::make_unique<SourceState>();
+    state->interval_ns = IntervalFor(*s);
+    state->source = std::move(s);
+    sources_.push_back(std::move(state));
+  }
+}
+
+Agent::~Agent() { (void)Stop(); }
+
+int64_t Agent::IntervalFor(const AgentSource& s) const {
+  const std::string name = s.name();
+  if (name == "kmsg") return config_.kmsg.interval_ns;
+  if (name == "nvml") return config_.nvml.interval_ns;
+  if (name == "dcgm_exporter") return config_.dcgm_exporter.interval_ns;
+  if (name == "redfish") return config_.redfish.interval_ns;
+  if (name == "sysfs") return config_.sysfs.interval_ns;
+  return config_.workload.interval_ns;
+}
+
+void Agent::PollOne(SourceState& s) {
+  // A Redfish sweep gets its own (long) budget; the others must finish within an interval.
+  const int64_t budget = s.source->name() == "redfish" ? config_.redfish.sweep_deadline_ns : s.interval_ns;
+  auto batch = s.source->Poll(clock_.MonotonicNs() + budget);
+  std::unique_lock<std::mutex> lock(mu_);
+  ++stats_.polls;
+  if (!batch.ok()) {
+    ++stats_.poll_failures;
+    s.backoff_ns = s.failing ? std::min(s.backoff_ns * 2, config_.agent.max_backoff_ns) : s.interval_ns;
+    if (!s.failing) {
+      logger_.Warn("source " + s.source->name() + " unavailable: " + batch.status().ToString() + " (retrying)");
+    } else {
+      logger_.Debug("source " + s.source->name() + " still unavailable: " + batch.status().ToString());
+    }
+    s.failing = true;
+    return;
+  }
+  if (s.failing) logger_.Info("source " + s.source->name() + " recovered");
+  s.failing = false;
+  s.backoff_ns = 0;
+  for (const std::string& w : batch->warnings) logger_.Debug("source " + s.source->name() + ": " + w);
+  lock.unlock();  // the pipeline serialises itself; keep the agent lock short
+  auto stats = pipeline_->Ingest(s.source->layer(), std::move(batch).value());
+  lock.lock();
+  if (!stats.ok()) {
+    logger_.Error("store: " + stats.status().ToString());
+    if (first_error_.ok()) first_error_ = stats.status();
+    return;
+  }
+  stats_.observations_inserted += stats->inserted;
+  stats_.observations_duplicate += stats->duplicates;
+}
+
+Status Agent::EvaluateNow() {
+  auto result = pipeline_->Evaluate(clock_.NowNs());
+  std::lock_guard<std::mutex> lock(mu_);
+  ++stats_.evaluations;
+  if (!result.ok()) {
+    logger_.Error("evaluate: " + result.status().ToString());
+    return result.status();
+  }
+  stats_.findings_stored += result->findings_stored;
+  if (result->diagnosis_stored) {
+    ++stats_.diagnoses_stored;
+    const Diagnosis& d = result->diagnoses.front();
+    logger_.Info("diagnosis: " + std::string(ToString(d.fault_class)) + " on " + d.component.Id() + " -> " +
+                 std::string(ToString(d.action)) + ": " + d.summary);
+  }
+  last_diagnoses_ = std::move(result->diagnoses);
+  return Status::Ok();
+}
+
+Status Agent::RunOnce() {
+  for (auto& s : sources_) PollOne(*s);
+  if (Status st = EvaluateNow(); !st.ok()) return st;
+  std::lock_guard<std::mutex> lock(mu_);
+  return first_error_;
+}
+
+bool Agent::WaitFor(int64_t ns) {
+  std::unique_lock<std::mutex> lock(mu_);
+  wake_.wait_for(lock, std::chrono::nanoseconds(ns), [this] { return stop_requested_; });
+  return !stop_requested_;
+}
+
+void Agent::SourceLoop(SourceState& s) {
+  do {
+    PollOne(s);
+  } while (WaitFor(s.failing ? s.backoff_ns : s.interval_ns));
+  s.source->Shutdown();
+}
+
+void Agent::EvaluateLoop() {
+  int64_t last_retention = clock_.MonotonicNs();
+  while (WaitFor(config_.agent.evaluate_interval_ns)) {
+    (void)EvaluateNow();
+    if (clock_.MonotonicNs() - last_retention >= config_.agent.retention_interval_ns) {
+      last_retention = clock_.MonotonicNs();
+      ApplyRetention();
+    }
+  }
+}
+
+void Agent::ApplyRetention() {
+  // Store limits (age 30 d, size 2 GiB) are the store's defaults (store/store.h).
+  auto r = store_->ApplyRetention(clock_.NowNs());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.retention_runs;
+  }
+  if (!r.ok()) {
+    logger_.Warn("store retention: " + r.status().ToString());
+    return;
+  }
+  logger_.Debug("store retention: " + std::to_string(r->observations_deleted) + " observations and " +
+                std::to_string(r->records_deleted) + " records dropped");
+}
+
+void Agent::Start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (running_ || stopped_) return;
+  running_ = true;
+  logger_.Info("agent for node " + node_ + ": " + std::to_string(sources_.size()) + " sources");
+  for (auto& s : sources_) threads_.emplace_back([this, state = s.get()] { SourceLoop(*state); });
+  threads_.emplace_back([this] { EvaluateLoop(); });
+}
+
+void Agent::RequestStop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_requested_ = true;
+  }
+  wake_.notify_all();
+  for (auto& s : sources_) s->source->Cancel();
+}
+
+Status Agent::Stop() {
+  bool was_running = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_) return first_error_;
+    was_running = running_;
+  }
+  RequestStop();
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
+  // Threads shut their own source down; without them (RunOnce) it happens here.
+  if (!was_running) {
+    for (auto& s : sources_) s->source->Shutdown();
+  }
+  Status eval = EvaluateNow();
+  Status closed = store_->Close();
+  std::lock_guard<std::mutex> lock(mu_);
+  stopped_ = true;
+  running_ = false;
+  logger_.Info("agent stopped");
+  if (first_error_.ok() && !eval.ok()) first_error_ = eval;
+  if (first_error_.ok() && !closed.ok()) first_error_ = closed;
+  return first_error_;
+}
+
+Status Agent::RunFor(std::chrono::nanoseconds duration) {
+  Start();
+  WaitFor(duration.count());
+  return Stop();
+}
+
+AgentStats Agent::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+std::vector<Diagnosis> Agent::LastDiagnoses() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_diagnoses_;
+}
+
+}  // namespace faultline::daemon

@@ -1,0 +1,111 @@
+// The agent daemon (`faultline agent`): every configured source on its own thread and
+// schedule, feeding one Pipeline (store -> detectors -> isolator), plus an evaluator
+// thread. A source that fails is reported once (and once more when it recovers) and
+// retried with doubling back-off up to [agent] max_backoff; it is never fatal.
+//
+// Two ways to drive it:
+//  - Start() / RequestStop() / Stop(): the daemon (threads, real time).
+//  - RunOnce(): polls every source once, in order, on the calling thread, then
+//    evaluates: deterministic for tests and the simulator with a FakeClock.
+// RunFor(d) = Start, wait d (or until RequestStop), Stop.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/clock.h"
+#include "daemon/config.h"
+#include "daemon/log.h"
+#include "daemon/pipeline.h"
+#include "daemon/source.h"
+
+namespace faultline {
+class Store;
+}
+
+namespace faultline::daemon {
+
+struct AgentStats {
+  uint64_t polls = 0;
+  uint64_t poll_failures = 0;
+  uint64_t observations_inserted = 0;
+  uint64_t observations_duplicate = 0;
+  uint64_t evaluations = 0;
+  uint64_t findings_stored = 0;
+  uint64_t diagnoses_stored = 0;
+  uint64_t retention_runs = 0;
+};
+
+class Agent {
+ public:
+  // Opens the store, builds the configured sources and warm-starts the pipeline.
+  // `clock` and `logger` must outlive the agent.
+  static Result<std::unique_ptr<Agent>> Create(const AgentConfig& config, const Clock& clock, Logger& logger);
+  // Same with the sources given (tests, simulator).
+  static Result<std::unique_ptr<Agent>> CreateWithSources(const AgentConfig& config,
+                                                          std::vector<std::unique_ptr<AgentSource>> sources,
+                                                          const Clock& clock, Logger& logger);
+  ~Agent();  // Stop()s if running
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  // One poll of every source, then one evaluation. Not while Start()ed.
+  Status RunOnce();
+  void Start();
+  // Asks every thread to finish (async-signal-unsafe: call from a normal thread).
+  void RequestStop();
+  // RequestStop, joins the threads (each bounded by the shutdown timeout: in-flight
+  // requests are cancelled), shuts the sources down (Redfish logout), evaluates once
+  // more and closes the store. Idempotent; returns the first error met on the way.
+  Status Stop();
+  // Start, run for `duration` or until RequestStop, Stop.
+  Status RunFor(std::chrono::nanoseconds duration);
+
+  AgentStats stats() const;
+  std::vector<Diagnosis> LastDiagnoses() const;
+  const std::string& node() const { return node_; }
+
+ private:
+  struct SourceState;
+  Agent(const AgentConfig& config, std::string node, std::unique_ptr<Store> store,
+        std::vector<std::unique_ptr<AgentSource>> sources, std::unique_ptr<Topology> topology, const Clock& clock,
+        Logger& logger);
+  void PollOne(SourceState& s);
+  Status EvaluateNow();
+  void SourceLoop(SourceState& s);
+  void EvaluateLoop();
+  void ApplyRetention();
+  // Waits up to `ns` or until stop; false when stopping.
+  bool WaitFor(int64_t ns);
+  int64_t IntervalFor(const AgentSource& s) const;
+
+  AgentConfig config_;
+  std::string node_;
+  const Clock& clock_;
+  Logger& logger_;
+  std::unique_ptr<Topology> topology_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<Pipeline> pipeline_;
+  std::vector<std::unique_ptr<SourceState>> sources_;
+
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  bool stop_requested_ = false;
+  bool running_ = false;
+  bool stopped_ = false;
+  AgentStats stats_;
+  std::vector<Diagnosis> last_diagnoses_;
+  Status first_error_;
+  std::vector<std::thread> threads_;
+};
+
+// This host's name ("localhost" when unknown): the default [agent] node.
+std::string HostName();
+
+}  // namespace faultline::daemon

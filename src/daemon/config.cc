@@ -1,0 +1,284 @@
+#include "daemon/config.h"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "core/time.h"
+
+namespace faultline::daemon {
+namespace {
+
+Status Bad(const std::string& where, const std::string& why) {
+  return Status(StatusCode::kInvalidArgument, "config: " + where + ": " + why);
+}
+
+// Reads the keys of one section into typed fields and remembers the first error, so
+// each section is one short list of Read calls. Keys never read are unknown keys.
+class SectionReader {
+ public:
+  SectionReader(const toml::table* table, std::string section) : table_(table), section_(std::move(section)) {}
+
+  void Read(const char* key, std::string& out) {
+    const toml::node* n = Find(key);
+    if (n == nullptr) return;
+    if (auto v = n->value<std::string>(); v && n->is_string()) {
+      out = *v;
+    } else {
+      Fail(key, "expected a string");
+    }
+  }
+  void Read(const char* key, bool& out) {
+    const toml::node* n = Find(key);
+    if (n == nullptr) return;
+    if (n->is_boolean()) {
+      out = *n->value<bool>();
+    } else {
+      Fail(key, "expected true or false");
+    }
+  }
+  // A duration: integer seconds, or a string with a unit ("500ms", "10s"). Must be > 0.
+  void ReadDuration(const char* key, int64_t& out_ns) {
+    const toml::node* n = Find(key);
+    if (n == nullptr) return;
+    std::optional<int64_t> ns;
+    if (n->is_integer()) {
+      const int64_t s = *n->value<int64_t>();
+      if (s > 0 && s < int64_t{1} << 32) ns = s * 1'000'000'000;
+    } else if (n->is_string()) {
+      ns = ParseDuration(*n->value<std::string>());
+    } else {
+      Fail(key, "expected a duration (seconds, or a string like \"10s\")");
+      return;
+    }
+    if (!ns || *ns <= 0) {
+      Fail(key, "expected a positive duration (seconds, or a string like \"10s\")");
+      return;
+    }
+    out_ns = *ns;
+  }
+  void ReadLogLevel(const char* key, LogLevel& out) {
+    std::string s;
+    const bool present = Find(key) != nullptr;
+    Read(key, s);
+    if (!present || !status_.ok()) return;
+    for (LogLevel l : {LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarn, LogLevel::kError}) {
+      if (s == LogLevelName(l)) {
+        out = l;
+        return;
+      }
+    }
+    Fail(key, "expected debug, info, warn or error");
+  }
+
+  // The first error, or an unknown key.
+  Status Finish() {
+    if (!status_.ok() || table_ == nullptr) return status_;
+    for (const auto& [k, v] : *table_) {
+      const std::string key(k.str());
+      if (!read_.count(key)) return Bad(section_ + "." + key, "unknown key");
+    }
+    return Status::Ok();
+  }
+
+ private:
+  const toml::node* Find(const char* key) {
+    read_.insert(key);
+    return table_ == nullptr ? nullptr : table_->get(key);
+  }
+  void Fail(const char* key, const std::string& why) {
+    if (status_.ok()) status_ = Bad(section_ + "." + key, why);
+  }
+
+  const toml::table* table_;
+  std::string section_;
+  std::set<std::string> read_;
+  Status status_;
+};
+
+Status ReadAgent(SectionReader& r, AgentSection& s) {
+  r.Read("node", s.node);
+  r.Read("store_path", s.store_path);
+  r.ReadLogLevel("log_level", s.log_level);
+  r.ReadDuration("evaluate_interval", s.evaluate_interval_ns);
+  r.ReadDuration("shutdown_timeout", s.shutdown_timeout_ns);
+  r.ReadDuration("max_backoff", s.max_backoff_ns);
+  r.ReadDuration("retention_interval", s.retention_interval_ns);
+  return r.Finish();
+}
+Status ReadKmsg(SectionReader& r, KmsgSection& s) {
+  r.Read("enabled", s.enabled);
+  r.Read("path", s.path);
+  r.ReadDuration("interval", s.interval_ns);
+  return r.Finish();
+}
+Status ReadNvml(SectionReader& r, NvmlSection& s) {
+  r.Read("enabled", s.enabled);
+  r.ReadDuration("interval", s.interval_ns);
+  r.Read("library_path", s.library_path);
+  return r.Finish();
+}
+Status ReadDcgm(SectionReader& r, DcgmExporterSection& s) {
+  r.Read("url", s.url);
+  r.ReadDuration("interval", s.interval_ns);
+  return r.Finish();
+}
+Status ReadRedfish(SectionReader& r, RedfishSection& s) {
+  r.Read("url", s.url);
+  r.Read("user", s.user);
+  r.Read("password_file", s.password_file);
+  r.Read("ca_file", s.ca_file);
+  r.Read("insecure", s.insecure);
+  r.ReadDuration("interval", s.interval_ns);
+  r.ReadDuration("sweep_deadline", s.sweep_deadline_ns);
+  return r.Finish();
+}
+Status ReadSysfs(SectionReader& r, SysfsSection& s) {
+  r.Read("enabled", s.enabled);
+  r.Read("root", s.root);
+  r.ReadDuration("interval", s.interval_ns);
+  r.Read("topology_file", s.topology_file);
+  return r.Finish();
+}
+Status ReadWorkload(SectionReader& r, WorkloadSection& s) {
+  r.Read("listen", s.listen);
+  r.Read("file", s.file);
+  r.ReadDuration("interval", s.interval_ns);
+  return r.Finish();
+}
+Status ReadIsolate(SectionReader& r, IsolateSection& s) {
+  r.ReadDuration("window", s.window_ns);
+  return r.Finish();
+}
+
+// Loopback only unless the operator names another address on purpose: reject obvious
+// garbage here so the agent does not fail later on a thread.
+Status CheckValues(const AgentConfig& c) {
+  if (c.agent.store_path.empty()) return Bad("agent.store_path", "must not be empty");
+  if (c.kmsg.enabled && c.kmsg.path.empty()) return Bad("kmsg.path", "must not be empty when enabled");
+  if (c.sysfs.enabled && c.sysfs.root.empty()) return Bad("sysfs.root", "must not be empty when enabled");
+  if (!c.workload.listen.empty() && c.workload.listen.rfind(':') == std::string::npos) {
+    return Bad("workload.listen", "expected HOST:PORT");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string_view LogLevelName(LogLevel level) {
+  switch (level) {
+    case LogLevel::kDebug: return "debug";
+    case LogLevel::kInfo: return "info";
+    case LogLevel::kWarn: return "warn";
+    case LogLevel::kError: return "error";
+  }
+  return "info";
+}
+
+Result<AgentConfig> ParseAgentConfig(std::string_view toml_text) {
+  toml::table root;
+  try {
+    root = toml::parse(toml_text);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream where;
+    where << "line " << e.source().begin.line << ", column " << e.source().begin.column;
+    return Bad(where.str(), std::string(e.description()));
+  }
+  AgentConfig c;
+  using Section = Status (*)(SectionReader&, AgentConfig&);
+  struct Entry {
+    const char* name;
+    Section read;
+  };
+  static constexpr Entry kSections[] = {
+      {"agent", [](SectionReader& r, AgentConfig& c) { return ReadAgent(r, c.agent); }},
+      {"kmsg", [](SectionReader& r, AgentConfig& c) { return ReadKmsg(r, c.kmsg); }},
+      {"nvml", [](SectionReader& r, AgentConfig& c) { return ReadNvml(r, c.nvml); }},
+      {"dcgm_exporter", [](SectionReader& r, AgentConfig& c) { return ReadDcgm(r, c.dcgm_exporter); }},
+      {"redfish", [](SectionReader& r, AgentConfig& c) { return ReadRedfish(r, c.redfish); }},
+      {"sysfs", [](SectionReader& r, AgentConfig& c) { return ReadSysfs(r, c.sysfs); }},
+      {"workload", [](SectionReader& r, AgentConfig& c) { return ReadWorkload(r, c.workload); }},
+      {"isolate", [](SectionReader& r, AgentConfig& c) { return ReadIsolate(r, c.isolate); }},
+  };
+  std::set<std::string> known;
+  for (const Entry& e : kSections) {
+    known.insert(e.name);
+    const toml::node* n = root.get(e.name);
+    if (n != nullptr && !n->is_table()) return Bad(e.name, "expected a [section]");
+    SectionReader reader(n == nullptr ? nullptr : n->as_table(), e.name);
+    if (Status s = e.read(reader, c); !s.ok()) return s;
+  }
+  for (const auto& [k, v] : root) {
+    if (!known.count(std::string(k.str()))) return Bad(std::string(k.str()), "unknown section");
+  }
+  if (Status s = CheckValues(c); !s.ok()) return s;
+  return c;
+}
+
+Result<AgentConfig> LoadAgentConfig(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status(StatusCode::kNotFound, "config: cannot read " + path);
+  constexpr std::streamsize kMaxBytes = 1 << 20;  // a config is a few KB; more is a mistake
+  std::string text(static_cast<size_t>(kMaxBytes) + 1, '\0');
+  in.read(text.data(), kMaxBytes + 1);
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (static_cast<std::streamsize>(text.size()) > kMaxBytes) {
+    return Bad(path, "larger than 1 MiB");
+  }
+  return ParseAgentConfig(text);
+}
+
+std::string DefaultAgentConfigToml() {
+  return R"(# faultline agent configuration (docs/agent.md). Every value below is the default.
+# Durations: integer seconds or a string with a unit ("500ms", "10s", "2m").
+
+[agent]
+node = ""                                  # "" = this host's name
+store_path = "/var/lib/faultline/faultline.db"
+log_level = "info"                         # debug | info | warn | error
+evaluate_interval = "5s"                   # detectors -> isolator cadence
+shutdown_timeout = "10s"                   # bound on a graceful stop (SIGTERM/SIGINT)
+max_backoff = "300s"                       # retry cap for an unavailable source
+retention_interval = "1h"                  # how often old/oversized store data is dropped
+
+[kmsg]
+enabled = true
+path = "/dev/kmsg"                         # character device (live) or a log file (tailed)
+interval = "1s"
+
+[nvml]
+enabled = true
+interval = "10s"
+library_path = ""                          # "" = $FAULTLINE_NVML_LIB, else libnvidia-ml.so.1
+
+[dcgm_exporter]
+url = ""                                   # "" = off, e.g. "http://127.0.0.1:9400/metrics"
+interval = "10s"
+
+[redfish]
+url = ""                                   # "" = off, e.g. "https://10.0.0.5"
+user = ""                                  # "" = $FAULTLINE_BMC_USER / $FAULTLINE_BMC_PASSWORD
+password_file = ""                         # first line = password, mode 0600
+ca_file = ""                               # PEM bundle to trust instead of the system store
+insecure = false                           # skip TLS verification (lab BMCs only)
+interval = "60s"
+sweep_deadline = "120s"
+
+[sysfs]
+enabled = true
+root = "/"
+interval = "10s"
+topology_file = ""
+
+[workload]
+listen = ""                                # "" = off, e.g. "127.0.0.1:9464" (POST /v1/workload)
+file = ""                                  # "" = off; report lines appended by jobs
+interval = "1s"
+
+[isolate]
+window = "30m"
+)";
+}
+
+}  // namespace faultline::daemon

@@ -1,0 +1,91 @@
+// The agent's configuration file (TOML, documented option by option in docs/agent.md).
+// One typed struct per section; every field has its default here. Unknown sections or
+// keys are an error naming them (a typo must not silently fall back to a default), and
+// so is a value of the wrong type. Durations are integers in seconds or strings with a
+// unit ("500ms", "10s", "2m").
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+
+namespace faultline::daemon {
+
+enum class LogLevel { kDebug, kInfo, kWarn, kError };
+std::string_view LogLevelName(LogLevel level);
+
+struct AgentSection {
+  std::string node;                          // "" = this host's name
+  std::string store_path = "/var/lib/faultline/faultline.db";
+  LogLevel log_level = LogLevel::kInfo;
+  int64_t evaluate_interval_ns = 5'000'000'000;      // detectors -> isolator cadence
+  int64_t shutdown_timeout_ns = 10'000'000'000;      // bound on a graceful stop
+  int64_t max_backoff_ns = 300'000'000'000;          // retry cap for an unavailable source
+  int64_t retention_interval_ns = 3600'000'000'000;  // how often the store's retention runs
+};
+
+struct KmsgSection {
+  bool enabled = true;
+  std::string path = "/dev/kmsg";            // a character device (live) or a log file (tailed)
+  int64_t interval_ns = 1'000'000'000;
+};
+
+struct NvmlSection {
+  bool enabled = true;
+  int64_t interval_ns = 10'000'000'000;
+  std::string library_path;                  // "" = $FAULTLINE_NVML_LIB, else libnvidia-ml.so.1
+};
+
+struct DcgmExporterSection {
+  std::string url;                           // "" = source off
+  int64_t interval_ns = 10'000'000'000;
+};
+
+struct RedfishSection {
+  std::string url;                           // "" = source off, e.g. "https://10.0.0.5"
+  std::string user;                          // "" = $FAULTLINE_BMC_USER / $FAULTLINE_BMC_PASSWORD
+  std::string password_file;                 // first line = password; must be mode 0600
+  std::string ca_file;                       // PEM bundle to trust instead of the system store
+  bool insecure = false;                     // skip TLS verification (lab BMCs only)
+  int64_t interval_ns = 60'000'000'000;
+  int64_t sweep_deadline_ns = 120'000'000'000;
+};
+
+struct SysfsSection {
+  bool enabled = true;
+  std::string root = "/";                    // filesystem root (a fake tree in tests)
+  int64_t interval_ns = 10'000'000'000;
+  std::string topology_file;                 // optional topology (parse/topology.h)
+};
+
+struct WorkloadSection {
+  std::string listen;                        // "" = off; "127.0.0.1:9464" = HTTP POST endpoint
+  std::string file;                          // "" = off; report lines appended by jobs
+  int64_t interval_ns = 1'000'000'000;       // how often the file / queue is drained
+};
+
+struct IsolateSection {
+  int64_t window_ns = 1800'000'000'000;      // findings/observations considered per evaluation
+};
+
+struct AgentConfig {
+  AgentSection agent;
+  KmsgSection kmsg;
+  NvmlSection nvml;
+  DcgmExporterSection dcgm_exporter;
+  RedfishSection redfish;
+  SysfsSection sysfs;
+  WorkloadSection workload;
+  IsolateSection isolate;
+};
+
+// Parses TOML text. kInvalidArgument names the section/key and why.
+Result<AgentConfig> ParseAgentConfig(std::string_view toml_text);
+// Reads and parses a file: kNotFound when it is absent, else as ParseAgentConfig.
+Result<AgentConfig> LoadAgentConfig(const std::string& path);
+// The default configuration as a commented TOML file (`faultline agent --print-default-config`).
+std::string DefaultAgentConfigToml();
+
+}  // namespace faultline::daemon

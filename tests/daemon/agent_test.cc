@@ -1,0 +1,268 @@
+#include "daemon/agent.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <thread>
+
+#include "store/store.h"
+#include "test_util.h"
+
+namespace faultline::daemon {
+namespace {
+
+using testing::AppendText;
+using testing::kBoot;
+using testing::kSec;
+using testing::kT0;
+using testing::QuietConfig;
+using testing::ScratchDir;
+using testing::ScriptedSource;
+
+constexpr char kFellOffBus[] =
+    "[  103.000001] NVRM: Xid (PCI:0000:b5:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n";
+constexpr char kUserXid[] =
+    "[  200.000001] NVRM: Xid (PCI:0000:3b:00): 13, pid=4242, name=python3, Graphics SM Warp Exception on "
+    "(GPC 0, TPC 1, SM 0): Out Of Range Address\n";
+
+StoreStats StatsOf(const std::string& path) {
+  auto store = Store::Open(path);
+  EXPECT_TRUE(store.ok()) << store.status().ToString();
+  if (!store.ok()) return {};
+  auto stats = (*store)->Stats();
+  EXPECT_TRUE(stats.ok());
+  return stats.ok() ? *stats : StoreStats{};
+}
+
+class DaemonAgentKmsg : public ::testing::Test {
+ protected:
+  // Booted 150 s ago: the log lines below ("[ 103.0]", "[ 200.0]") are recent.
+  DaemonAgentKmsg() : dir_("kmsg"), clock_(kT0, 150 * kSec), logger_(log_, LogLevel::kDebug, clock_) {
+    config_ = QuietConfig(dir_);
+    config_.kmsg.enabled = true;
+    config_.kmsg.path = dir_.File("kern.log");
+  }
+  std::unique_ptr<Agent> NewAgent() {
+    auto agent = Agent::Create(config_, clock_, logger_);
+    EXPECT_TRUE(agent.ok()) << agent.status().ToString();
+    return agent.ok() ? std::move(agent).value() : nullptr;
+  }
+
+  ScratchDir dir_;
+  FakeClock clock_;
+  std::ostringstream log_;
+  Logger logger_;
+  AgentConfig config_;
+};
+
+TEST_F(DaemonAgentKmsg, StoresObservationsFindingsAndADiagnosis) {
+  AppendText(config_.kmsg.path, kFellOffBus);
+  auto agent = NewAgent();
+  ASSERT_NE(agent, nullptr);
+  ASSERT_TRUE(agent->RunOnce().ok());
+  const AgentStats s = agent->stats();
+  EXPECT_EQ(s.observations_inserted, 1u);
+  EXPECT_GE(s.findings_stored, 1u);
+  EXPECT_EQ(s.diagnoses_stored, 1u);
+  const auto dx = agent->LastDiagnoses();
+  ASSERT_FALSE(dx.empty());
+  EXPECT_EQ(dx.front().fault_class, FaultClass::kGpuFellOffBus);
+  ASSERT_TRUE(agent->Stop().ok());
+
+  const StoreStats stored = StatsOf(config_.agent.store_path);
+  EXPECT_EQ(stored.observations, 1);
+  EXPECT_GE(stored.findings, 1);
+  EXPECT_EQ(stored.diagnoses, 1);
+}
+
+TEST_F(DaemonAgentKmsg, PollingAgainStoresNothingTwice) {
+  AppendText(config_.kmsg.path, kFellOffBus);
+  auto agent = NewAgent();
+  ASSERT_NE(agent, nullptr);
+  ASSERT_TRUE(agent->RunOnce().ok());
+  ASSERT_TRUE(agent->RunOnce().ok());
+  const AgentStats s = agent->stats();
+  EXPECT_EQ(s.observations_inserted, 1u);
+  EXPECT_EQ(s.diagnoses_stored, 1u);  // unchanged primary is not stored again
+  ASSERT_TRUE(agent->Stop().ok());
+  EXPECT_EQ(StatsOf(config_.agent.store_path).observations, 1);
+}
+
+TEST_F(DaemonAgentKmsg, RestartResumesWithoutDuplicates) {
+  AppendText(config_.kmsg.path, kFellOffBus);
+  {
+    auto agent = NewAgent();
+    ASSERT_NE(agent, nullptr);
+    ASSERT_TRUE(agent->RunOnce().ok());
+    ASSERT_TRUE(agent->Stop().ok());
+  }
+  const StoreStats before = StatsOf(config_.agent.store_path);
+  AppendText(config_.kmsg.path, kUserXid);
+  clock_.Advance(60 * kSec);
+  auto agent = NewAgent();
+  ASSERT_NE(agent, nullptr);
+  ASSERT_TRUE(agent->RunOnce().ok());
+  const AgentStats s = agent->stats();
+  EXPECT_EQ(s.observations_inserted, 1u);   // only the new line was read
+  EXPECT_EQ(s.observations_duplicate, 0u);  // the cursor, not the dedup key, skipped the old one
+  ASSERT_TRUE(agent->Stop().ok());
+  const StoreStats after = StatsOf(config_.agent.store_path);
+  EXPECT_EQ(after.observations, before.observations + 1);
+  // The fell-off-bus finding was warm-started from the store, not stored again.
+  EXPECT_EQ(after.diagnoses, before.diagnoses);
+  EXPECT_GT(after.findings, before.findings);  // the new user-program finding
+}
+
+TEST_F(DaemonAgentKmsg, MissingLogFileIsReportedOnceAndRetried) {
+  auto agent = NewAgent();
+  ASSERT_NE(agent, nullptr);
+  ASSERT_TRUE(agent->RunOnce().ok());
+  ASSERT_TRUE(agent->RunOnce().ok());
+  EXPECT_EQ(agent->stats().poll_failures, 2u);
+  const std::string log = log_.str();
+  const auto first = log.find("warn source kmsg unavailable");
+  ASSERT_NE(first, std::string::npos) << log;
+  EXPECT_EQ(log.find("warn source kmsg unavailable", first + 1), std::string::npos) << log;
+
+  AppendText(config_.kmsg.path, kFellOffBus);
+  ASSERT_TRUE(agent->RunOnce().ok());
+  EXPECT_NE(log_.str().find("source kmsg recovered"), std::string::npos);
+  EXPECT_EQ(agent->stats().observations_inserted, 1u);
+}
+
+class DaemonAgentScripted : public ::testing::Test {
+ protected:
+  DaemonAgentScripted() : dir_("scripted"), clock_(kT0, kBoot), logger_(log_, LogLevel::kDebug, clock_) {
+    config_ = QuietConfig(dir_);
+  }
+  std::unique_ptr<Agent> NewAgent(std::unique_ptr<ScriptedSource> source) {
+    std::vector<std::unique_ptr<AgentSource>> sources;
+    sources.push_back(std::move(source));
+    auto agent = Agent::CreateWithSources(config_, std::move(sources), clock_, logger_);
+    EXPECT_TRUE(agent.ok()) << agent.status().ToString();
+    return agent.ok() ? std::move(agent).value() : nullptr;
+  }
+
+  ScratchDir dir_;
+  FakeClock clock_;
+  std::ostringstream log_;
+  Logger logger_;
+  AgentConfig config_;
+};
+
+Observation Step(int64_t t, double seconds) {
+  Observation o;
+  o.time_ns = t;
+  o.node = "node7";
+  o.layer = Layer::kWorkload;
+  o.component = ComponentRef{ComponentType::kHost, "job/train-1", {}};
+  o.kind = ObsKind::kStepTime;
+  o.value = seconds;
+  o.source = Source::kWorkload;
+  o.text = "step time";
+  o.attrs["job"] = "train-1";
+  o.attrs["step"] = std::to_string(t);
+  return o;
+}
+
+TEST_F(DaemonAgentScripted, ThreadsPollUntilStopAndShutDownTheSource) {
+  auto owned = std::make_unique<ScriptedSource>();
+  ScriptedSource* source = owned.get();
+  source->Add(Status(StatusCode::kUnavailable, "not yet"));
+  SourceBatch batch;
+  batch.observations = {Step(kT0, 1.0), Step(kT0 + kSec, 1.0)};
+  batch.cursors = {{"node7", "workload", "k", "2"}};
+  source->Add(batch);
+  auto agent = NewAgent(std::move(owned));
+  ASSERT_NE(agent, nullptr);
+  agent->Start();
+  // Wait (bounded) until the scripted steps were consumed; the loop does not assert time.
+  for (int i = 0; i < 500 && agent->stats().observations_inserted < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(agent->Stop().ok());
+  EXPECT_EQ(agent->stats().observations_inserted, 2u);
+  EXPECT_GE(source->polls.load(), 2);
+  EXPECT_EQ(source->shutdowns.load(), 1);
+  EXPECT_GE(source->cancels.load(), 1);
+  EXPECT_TRUE(agent->Stop().ok());  // idempotent
+  EXPECT_EQ(source->shutdowns.load(), 1);
+
+  auto store = Store::Open(config_.agent.store_path);
+  ASSERT_TRUE(store.ok());
+  auto cursor = (*store)->GetCursor("node7", "workload", "k");
+  ASSERT_TRUE(cursor.ok());
+  EXPECT_EQ(cursor->value_or(""), "2");
+}
+
+TEST_F(DaemonAgentScripted, RunForReturnsAfterTheDuration) {
+  auto owned = std::make_unique<ScriptedSource>();
+  ScriptedSource* source = owned.get();
+  auto agent = NewAgent(std::move(owned));
+  ASSERT_NE(agent, nullptr);
+  ASSERT_TRUE(agent->RunFor(std::chrono::milliseconds(50)).ok());
+  EXPECT_GE(source->polls.load(), 1);
+  EXPECT_EQ(source->shutdowns.load(), 1);
+  EXPECT_GE(agent->stats().evaluations, 1u);
+}
+
+TEST_F(DaemonAgentScripted, RequestStopFromAnotherThreadEndsRunFor) {
+  auto agent = NewAgent(std::make_unique<ScriptedSource>());
+  ASSERT_NE(agent, nullptr);
+  std::thread stopper([&agent] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    agent->RequestStop();
+  });
+  // An hour: only RequestStop can end it.
+  ASSERT_TRUE(agent->RunFor(std::chrono::hours(1)).ok());
+  stopper.join();
+}
+
+TEST_F(DaemonAgentScripted, SlowStepsWithoutAHardwareCauseAreWorkloadImbalance) {
+  auto owned = std::make_unique<ScriptedSource>();
+  SourceBatch batch;
+  for (int i = 0; i < 20; ++i) batch.observations.push_back(Step(kT0 + i * 10 * kSec, i < 12 ? 1.0 : 1.9));
+  owned->Add(batch);
+  clock_.Set(kT0 + 200 * kSec);
+  auto agent = NewAgent(std::move(owned));
+  ASSERT_NE(agent, nullptr);
+  ASSERT_TRUE(agent->RunOnce().ok());
+  const auto dx = agent->LastDiagnoses();
+  ASSERT_FALSE(dx.empty());
+  EXPECT_EQ(dx.front().fault_class, FaultClass::kWorkloadImbalance);
+}
+
+TEST_F(DaemonAgentScripted, RetentionDropsObservationsPastTheStoreMaxAge) {
+  config_.agent.retention_interval_ns = kSec;
+  auto owned = std::make_unique<ScriptedSource>();
+  SourceBatch batch;
+  batch.observations = {Step(kT0 - 40LL * 86400 * kSec, 1.0), Step(kT0, 1.0)};  // store keeps 30 days
+  owned->Add(batch);
+  auto agent = NewAgent(std::move(owned));
+  ASSERT_NE(agent, nullptr);
+  agent->Start();
+  for (int i = 0; i < 500 && agent->stats().observations_inserted < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  clock_.Advance(2 * kSec);  // retention is due on the monotonic clock
+  for (int i = 0; i < 500 && agent->stats().retention_runs == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_TRUE(agent->Stop().ok());
+  EXPECT_NE(log_.str().find("store retention: 1 observations"), std::string::npos) << log_.str();
+  auto store = Store::Open(config_.agent.store_path);
+  ASSERT_TRUE(store.ok());
+  auto stats = (*store)->Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->observations, 1);
+}
+
+TEST_F(DaemonAgentScripted, StoreThatCannotOpenIsAnError) {
+  config_.agent.store_path = dir_.File("no/such/dir/store.db");
+  std::vector<std::unique_ptr<AgentSource>> none;
+  auto agent = Agent::CreateWithSources(config_, std::move(none), clock_, logger_);
+  EXPECT_FALSE(agent.ok());
+}
+
+}  // namespace
+}  // namespace faultline::daemon
