@@ -1,5 +1,6 @@
 #include "core/json.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "core/time.h"
@@ -28,6 +29,29 @@ void OptionalField(const Json& j, const char* key, std::optional<T>& out) {
 }
 
 }  // namespace
+
+int JsonNestingDepth(std::string_view text) {
+  int depth = 0, max_depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      max_depth = std::max(max_depth, ++depth);
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return max_depth;
+}
 
 void to_json(Json& j, const ComponentRef& v) {
   j = Json{{"id", v.Id()}, {"type", ToString(v.type)}, {"name", v.name}};

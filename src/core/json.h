@@ -26,6 +26,11 @@ void from_json(const Json& j, RuledOut& v);
 void to_json(Json& j, const Diagnosis& v);
 void from_json(const Json& j, Diagnosis& v);
 
+// Deepest nesting of objects/arrays in `text`, ignoring brackets inside strings. JSON
+// parsers recurse per level, so callers that read untrusted text check this first to keep
+// hostile input from exhausting the stack.
+int JsonNestingDepth(std::string_view text);
+
 // Parses text into T; any syntax error, missing required field or unknown enum name
 // becomes kCorrupt with the reason.
 template <typename T>

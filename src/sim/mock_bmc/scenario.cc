@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "core/json.h"
 #include "sim/mock_bmc/yaml_json.h"
 
 namespace faultline::sim {
@@ -18,32 +19,10 @@ Status Corrupt(const std::string& what) { return Status(StatusCode::kCorrupt, "s
 
 // nlohmann's parser is iterative, but the values it builds are torn down and walked
 // recursively; refusing deep nesting up front keeps hostile files from exhausting the stack.
-int JsonDepth(std::string_view text) {
-  int depth = 0, max_depth = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      max_depth = std::max(max_depth, ++depth);
-    } else if (c == '}' || c == ']') {
-      --depth;
-    }
-  }
-  return max_depth;
-}
-
 Result<json> ParseDocument(std::string_view text, const ScenarioLimits& limits) {
   size_t first = text.find_first_not_of(" \t\r\n");
   if (first != std::string_view::npos && text[first] == '{') {
-    if (JsonDepth(text) > limits.max_depth) return Corrupt("JSON nested deeper than the limit");
+    if (JsonNestingDepth(text) > limits.max_depth) return Corrupt("JSON nested deeper than the limit");
     json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
     if (doc.is_discarded()) return Corrupt("not valid JSON");
     return doc;

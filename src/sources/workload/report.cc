@@ -3,6 +3,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "core/json.h"
 #include "core/time.h"
 #include "parse/text.h"
 
@@ -85,30 +86,8 @@ Status CheckComplete(const WorkloadReport& r) {
 
 // A report is a flat object; rejecting nesting up front also bounds the JSON parser's
 // recursion on hostile input like "[[[[...".
-bool NestingAtMost(std::string_view s, int max_depth) {
-  int depth = 0;
-  bool in_string = false, escaped = false;
-  for (char c : s) {
-    if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      if (++depth > max_depth) return false;
-    } else if (c == '}' || c == ']') {
-      --depth;
-    }
-  }
-  return true;
-}
-
 Result<WorkloadReport> ParseJson(std::string_view line, const WorkloadParseOptions& o) {
-  if (!NestingAtMost(line, 1)) return Bad("nested JSON values are not accepted");
+  if (JsonNestingDepth(line) > 1) return Bad("nested JSON values are not accepted");
   auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return Bad("malformed JSON");
   if (!j.is_object()) return Bad("JSON report must be an object");
