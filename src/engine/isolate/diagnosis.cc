@@ -130,8 +130,10 @@ void SpanOf(const std::vector<Node>& nodes, const std::vector<int>& all, Diagnos
 }
 
 std::string RootSummary(const Node& root, size_t explained, bool low_urgency, size_t dropped) {
-  std::string s = std::string(ToString(root.fault_class)) + " on " + root.component.Id();
-  if (std::string what = FirstSummary(root); !what.empty()) s += ": " + what;
+  // A detector's own summary already names the part and the fault in words; only a
+  // finding without one gets the generic "<class> on <component>".
+  std::string s = FirstSummary(root);
+  if (s.empty()) s = std::string(ToString(root.fault_class)) + " on " + root.component.Id();
   if (explained > 0) s += "; explains " + std::to_string(explained) + " symptom(s)";
   if (root.symptom || IsSymptomClass(root.fault_class)) s += "; its cause was not found in the data";
   if (root.sympathetic) s += "; reported as sympathetic to a fault that is not in the data";
