@@ -222,13 +222,14 @@ TEST(KernelLineTest, BenignLinesAreNone) {
 }
 
 TEST(KernelLineTest, HostileAndTruncatedInputNeverCrashes) {
+  static const char kWithNuls[] = "NVRM: Xid (PCI:0000:b5:00): 13, \0\0\0";
   const std::string samples[] = {
       "NVRM: Xid (PCI:0000:b5:00): ",           "NVRM: Xid (PCI:0000:b5:00",    "NVRM: Xid (",
       "NVRM: Xid (PCI:0000:b5:00): 99999999999999999999999, x", "NVRM: Xid (PCI:0000:b5:00): -5, x",
       "nvidia-nvswitch0: SXid (PCI:", "pcieport 0000:00:03.1: AER: Corrected error received: ",
       "nvidia 0000:3b:00.0:    [99] RxErr", "nvidia 0000:3b:00.0:    [", "traps: ", ": segfault at ",
       "Out of memory: Killed process ", "watchdog: BUG: soft lockup - CPU#", std::string(100000, 'A'),
-      std::string("NVRM: Xid (PCI:0000:b5:00): 13, \0\0\0", 38)};
+      std::string(kWithNuls, sizeof kWithNuls - 1)};
   for (const std::string& s : samples) {
     KernelEvent ev = ClassifyKernelMessage(s);
     if (ev.type == KT::kXid) {
