@@ -87,7 +87,8 @@ void RenderPcie(std::ostream& out, const std::vector<Observation>& obs) {
   std::snprintf(line, sizeof(line), "%-14s %-10s %-5s %-10s %-11s %-8s %-8s %-8s %s\n", "pcie", "device", "slot",
                 "GT/s", "width", "aer_cor", "nonfatal", "fatal", "riser");
   out << line;
-  for (auto& [bdf, r] : rows) {
+  for (auto& [bdf, row] : rows) {
+    auto& r = row;  // lambdas cannot capture structured bindings under clang 14
     auto c = [&](const char* k) { return r.cells.count(k) && !r.cells[k].empty() ? r.cells[k] : std::string("-"); };
     std::snprintf(line, sizeof(line), "%-14s %-10s %-5s %-10s %-11s %-8s %-8s %-8s %s\n", bdf.c_str(),
                   c("role").c_str(), c("slot").c_str(), c("speed").c_str(), c("width").c_str(), c("cor").c_str(),
@@ -116,7 +117,8 @@ void RenderIb(std::ostream& out, const std::vector<Observation>& obs) {
   std::snprintf(line, sizeof(line), "%-12s %-18s %-6s %-8s %-8s %-8s %-16s %s\n", "ib", "state", "Gb/s", "symbol",
                 "recovery", "downed", "switch", "cable");
   out << line;
-  for (auto& [name, r] : rows) {
+  for (auto& [name, row] : rows) {
+    auto& r = row;  // lambdas cannot capture structured bindings under clang 14
     auto c = [&](const char* k) { return r.cells.count(k) && !r.cells[k].empty() ? r.cells[k] : std::string("-"); };
     std::snprintf(line, sizeof(line), "%-12s %-18s %-6s %-8s %-8s %-8s %-16s %s\n", name.c_str(), c("state").c_str(),
                   c("rate").c_str(), c("symbol").c_str(), c("recovery").c_str(), c("downed").c_str(),
