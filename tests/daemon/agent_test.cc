@@ -15,6 +15,7 @@ using testing::AppendText;
 using testing::kBoot;
 using testing::kSec;
 using testing::kT0;
+using testing::Step;
 using testing::QuietConfig;
 using testing::ScratchDir;
 using testing::ScriptedSource;
@@ -149,21 +150,6 @@ class DaemonAgentScripted : public ::testing::Test {
   Logger logger_;
   AgentConfig config_;
 };
-
-Observation Step(int64_t t, double seconds) {
-  Observation o;
-  o.time_ns = t;
-  o.node = "node7";
-  o.layer = Layer::kWorkload;
-  o.component = ComponentRef{ComponentType::kHost, "job/train-1", {}};
-  o.kind = ObsKind::kStepTime;
-  o.value = seconds;
-  o.source = Source::kWorkload;
-  o.text = "step time";
-  o.attrs["job"] = "train-1";
-  o.attrs["step"] = std::to_string(t);
-  return o;
-}
 
 TEST_F(DaemonAgentScripted, ThreadsPollUntilStopAndShutDownTheSource) {
   auto owned = std::make_unique<ScriptedSource>();

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 
+#include "core/types.h"
 #include "daemon/config.h"
 #include "daemon/source.h"
 
@@ -93,5 +94,21 @@ class ScriptedSource final : public AgentSource {
   std::mutex mu_;
   std::deque<Result<SourceBatch>> script_;
 };
+
+// One step-time report of job train-1 on node7 at time t (a workload observation).
+inline Observation Step(int64_t t, double seconds) {
+  Observation o;
+  o.time_ns = t;
+  o.node = "node7";
+  o.layer = Layer::kWorkload;
+  o.component = ComponentRef{ComponentType::kHost, "job/train-1", {}};
+  o.kind = ObsKind::kStepTime;
+  o.value = seconds;
+  o.source = Source::kWorkload;
+  o.text = "step time";
+  o.attrs["job"] = "train-1";
+  o.attrs["step"] = std::to_string(t);
+  return o;
+}
 
 }  // namespace faultline::daemon::testing

@@ -10,6 +10,7 @@ namespace {
 
 using testing::kSec;
 using testing::kT0;
+using testing::Step;
 
 Finding MakeFinding(Layer layer, FaultClass cls, ComponentRef component, int64_t at, Action action) {
   Finding f;
@@ -41,21 +42,6 @@ Finding PowerBrake(const std::string& gpu, int64_t at) {
                           Action::kMonitor);
   f.attrs["symptom"] = "true";
   return f;
-}
-
-Observation Step(int64_t t, double seconds) {
-  Observation o;
-  o.time_ns = t;
-  o.node = "node7";
-  o.layer = Layer::kWorkload;
-  o.component = ComponentRef{ComponentType::kHost, "job/train-1", {}};
-  o.kind = ObsKind::kStepTime;
-  o.value = seconds;
-  o.source = Source::kWorkload;
-  o.text = "step time";
-  o.attrs["job"] = "train-1";
-  o.attrs["step"] = std::to_string(t);
-  return o;
 }
 
 class DaemonWhySlow : public ::testing::Test {
