@@ -17,7 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const auto& c = *config;
   if (c.agent.store_path.empty() || c.agent.evaluate_interval_ns <= 0 || c.nvml.interval_ns <= 0 ||
-      c.kmsg.interval_ns <= 0 || c.redfish.sweep_deadline_ns <= 0 || c.isolate.window_ns <= 0) {
+      c.kmsg.interval_ns <= 0 || c.redfish.sweep_deadline_ns <= 0 || c.isolate.window_ns <= 0 ||
+      c.agent.store_unchanged_heartbeat_ns <= 0) {
     std::abort();
   }
   return 0;

@@ -14,6 +14,7 @@ struct Agent::SourceState {
   int64_t interval_ns = 0;
   int64_t backoff_ns = 0;  // current retry delay while failing
   bool failing = false;
+  std::optional<int64_t> last_poll_mono_ns;  // RunDue's schedule
 };
 
 std::string HostName() {
@@ -56,7 +57,7 @@ Agent::Agent(const AgentConfig& config, std::string node, std::unique_ptr<Store>
       logger_(logger),
       topology_(std::move(topology)),
       store_(std::move(store)) {
-  pipeline_ = std::make_unique<Pipeline>(*store_, node_, PipelineOptions{.window_ns = config.isolate.window_ns},
+  pipeline_ = std::make_unique<Pipeline>(*store_, node_, PipelineOptionsFor(config),
                                          topology_.get());
   for (auto& s : sources) {
     auto state = std::make_unique<SourceState>();
@@ -133,6 +134,26 @@ Status Agent::EvaluateNow() {
 Status Agent::RunOnce() {
   for (auto& s : sources_) PollOne(*s);
   if (Status st = EvaluateNow(); !st.ok()) return st;
+  std::lock_guard<std::mutex> lock(mu_);
+  return first_error_;
+}
+
+Status Agent::RunDue(bool* evaluated) {
+  const int64_t now = clock_.MonotonicNs();
+  bool polled = false;
+  for (auto& s : sources_) {
+    const int64_t wait = s->failing ? s->backoff_ns : s->interval_ns;
+    if (s->last_poll_mono_ns && now - *s->last_poll_mono_ns < wait) continue;
+    s->last_poll_mono_ns = now;
+    PollOne(*s);
+    polled = true;
+  }
+  const bool due = !last_due_evaluation_ns_ || now - *last_due_evaluation_ns_ >= config_.agent.evaluate_interval_ns;
+  if (evaluated) *evaluated = polled || due;
+  if (polled || due) {
+    last_due_evaluation_ns_ = now;
+    if (Status st = EvaluateNow(); !st.ok()) return st;
+  }
   std::lock_guard<std::mutex> lock(mu_);
   return first_error_;
 }

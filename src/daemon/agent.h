@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -57,6 +58,12 @@ class Agent {
 
   // One poll of every source, then one evaluation. Not while Start()ed.
   Status RunOnce();
+  // The daemon's schedule, driven by the caller: polls each source whose interval (or
+  // retry back-off) has passed on the clock's monotonic time since its last poll, then
+  // evaluates when a source was polled or the evaluate interval passed. With a FakeClock
+  // this is the simulator's lockstep: same sources, same cadence, no threads.
+  // Sets *evaluated (when given) to whether an evaluation ran. Not while Start()ed.
+  Status RunDue(bool* evaluated = nullptr);
   void Start();
   // Asks every thread to finish (async-signal-unsafe: call from a normal thread).
   void RequestStop();
@@ -100,6 +107,7 @@ class Agent {
   bool running_ = false;
   bool stopped_ = false;
   AgentStats stats_;
+  std::optional<int64_t> last_due_evaluation_ns_;  // RunDue's evaluate cadence
   std::vector<Diagnosis> last_diagnoses_;
   Status first_error_;
   std::vector<std::thread> threads_;

@@ -105,6 +105,8 @@ Status ReadAgent(SectionReader& r, AgentSection& s) {
   r.ReadDuration("shutdown_timeout", s.shutdown_timeout_ns);
   r.ReadDuration("max_backoff", s.max_backoff_ns);
   r.ReadDuration("retention_interval", s.retention_interval_ns);
+  r.ReadDuration("store_unchanged_heartbeat", s.store_unchanged_heartbeat_ns);
+  r.Read("store_every_sample", s.store_every_sample);
   return r.Finish();
 }
 Status ReadKmsg(SectionReader& r, KmsgSection& s) {
@@ -132,6 +134,7 @@ Status ReadRedfish(SectionReader& r, RedfishSection& s) {
   r.Read("insecure", s.insecure);
   r.ReadDuration("interval", s.interval_ns);
   r.ReadDuration("sweep_deadline", s.sweep_deadline_ns);
+  r.Read("events", s.events);
   return r.Finish();
 }
 Status ReadSysfs(SectionReader& r, SysfsSection& s) {
@@ -241,6 +244,8 @@ evaluate_interval = "5s"                   # detectors -> isolator cadence
 shutdown_timeout = "10s"                   # bound on a graceful stop (SIGTERM/SIGINT)
 max_backoff = "300s"                       # retry cap for an unavailable source
 retention_interval = "1h"                  # how often old/oversized store data is dropped
+store_unchanged_heartbeat = "5m"           # an unchanged sensor/counter reading is stored again this often
+store_every_sample = false                 # true = store every reading, changed or not
 
 [kmsg]
 enabled = true
@@ -264,6 +269,7 @@ ca_file = ""                               # PEM bundle to trust instead of the 
 insecure = false                           # skip TLS verification (lab BMCs only)
 interval = "60s"
 sweep_deadline = "120s"
+events = true                              # follow the BMC's SSE event stream when it offers one
 
 [sysfs]
 enabled = true

@@ -24,6 +24,10 @@ struct AgentSection {
   int64_t shutdown_timeout_ns = 10'000'000'000;      // bound on a graceful stop
   int64_t max_backoff_ns = 300'000'000'000;          // retry cap for an unavailable source
   int64_t retention_interval_ns = 3600'000'000'000;  // how often the store's retention runs
+  // Change-only storage of periodic readings (daemon/change_filter.h): an unchanged
+  // reading is stored again only once this old; store_every_sample turns it off.
+  int64_t store_unchanged_heartbeat_ns = 300'000'000'000;
+  bool store_every_sample = false;
 };
 
 struct KmsgSection {
@@ -51,6 +55,7 @@ struct RedfishSection {
   bool insecure = false;                     // skip TLS verification (lab BMCs only)
   int64_t interval_ns = 60'000'000'000;
   int64_t sweep_deadline_ns = 120'000'000'000;
+  bool events = true;                        // follow the EventService SSE stream when advertised
 };
 
 struct SysfsSection {

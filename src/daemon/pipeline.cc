@@ -42,8 +42,20 @@ std::string FindingKey(const Finding& f) {
          std::to_string(f.first_ns);
 }
 
+PipelineOptions PipelineOptionsFor(const AgentConfig& config) {
+  PipelineOptions o;
+  o.window_ns = config.isolate.window_ns;
+  o.store_unchanged_heartbeat_ns = config.agent.store_every_sample ? 0 : config.agent.store_unchanged_heartbeat_ns;
+  return o;
+}
+
 Pipeline::Pipeline(Store& store, std::string node, PipelineOptions options, const Topology* topology)
-    : store_(store), node_(std::move(node)), options_(options), detectors_(MakeAllDetectors(topology)) {}
+    : store_(store), node_(std::move(node)), options_(options), detectors_(MakeAllDetectors(topology)) {
+  if (options_.store_unchanged_heartbeat_ns > 0) {
+    filter_ =
+        std::make_unique<ChangeFilter>(ChangeFilterOptions{.heartbeat_ns = options_.store_unchanged_heartbeat_ns});
+  }
+}
 
 Pipeline::~Pipeline() = default;
 
@@ -56,6 +68,12 @@ Status Pipeline::WarmStart(int64_t now_ns) {
   auto observations = store_.QueryObservations(q);
   if (!observations.ok()) return observations.status();
   for (const auto& row : observations->rows) Feed(row.value);
+  // A truncated answer holds the window's oldest rows, not each series' last stored
+  // point: priming from it could hide a change, so the filter then starts empty.
+  const bool complete = q.limit == 0 || observations->rows.size() < q.limit;
+  if (filter_ != nullptr && complete) {
+    for (const auto& row : observations->rows) filter_->Prime(row.value);
+  }
   RecordQuery rq;
   rq.node = node_;
   rq.since_ns = q.since_ns;
@@ -75,10 +93,11 @@ Result<AppendStats> Pipeline::Ingest(Layer layer, SourceBatch batch) {
     if (o.node.empty()) o.node = node_;
   }
   if (batch.observations.empty() && batch.cursors.empty()) return AppendStats{};
-  auto stats = store_.Append(batch.observations, batch.cursors);
-  if (!stats.ok()) return stats;
+  // Time order before the filter too: it judges each series' heartbeat by time.
   std::stable_sort(batch.observations.begin(), batch.observations.end(),
                    [](const Observation& a, const Observation& b) { return a.time_ns < b.time_ns; });
+  auto stats = StoreBatch(batch);
+  if (!stats.ok()) return stats;
   for (const Observation& o : batch.observations) Feed(o);
   // The source's own layer had data even when its readings are filed under another
   // (NVML's NVLink/PCIe readings are fabric-layer).
@@ -89,22 +108,55 @@ Result<AppendStats> Pipeline::Ingest(Layer layer, SourceBatch batch) {
   return stats;
 }
 
+Result<AppendStats> Pipeline::StoreBatch(const SourceBatch& batch) {
+  if (filter_ == nullptr) return store_.Append(batch.observations, batch.cursors);
+  std::vector<Observation> kept;
+  for (const Observation& o : batch.observations) {
+    if (filter_->Keep(o)) kept.push_back(o);
+  }
+  if (kept.empty() && batch.cursors.empty()) {
+    stats_.observations_unchanged += batch.observations.size();
+    return AppendStats{};
+  }
+  auto stats = store_.Append(kept, batch.cursors);
+  if (!stats.ok()) {
+    // Not stored after all: their series must not count them as their last stored point.
+    for (const Observation& o : kept) filter_->Forget(o);
+    return stats;
+  }
+  stats_.observations_unchanged += batch.observations.size() - kept.size();
+  return stats;
+}
+
+PipelineStats Pipeline::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
 void Pipeline::Feed(const Observation& obs) {
   for (auto& d : detectors_) d->Observe(obs);
   layer_last_seen_ns_[obs.layer] = std::max(layer_last_seen_ns_[obs.layer], obs.time_ns);
-  recent_.push_back(obs);
-  while (recent_.size() > options_.max_recent_observations) recent_.pop_front();
+  if (obs.layer == Layer::kWorkload) {
+    workload_.push_back(obs);
+    while (workload_.size() > options_.max_recent_observations) workload_.pop_front();
+    return;
+  }
+  Observation& slot = latest_[{obs.component.Id(), obs.kind}];
+  if (slot.time_ns <= obs.time_ns) slot = obs;
 }
 
 IsolateInput Pipeline::BuildInput(std::vector<Finding> findings, int64_t now_ns) const {
   const int64_t since = now_ns - options_.window_ns;
   IsolateInput in;
   in.findings = std::move(findings);
+  for (const auto& [key, o] : latest_) {
+    if (o.time_ns >= since) in.observations.push_back(o);
+  }
   std::vector<Observation> workload;
-  for (const Observation& o : recent_) {
+  for (const Observation& o : workload_) {
     if (o.time_ns < since) continue;
     in.observations.push_back(o);
-    if (o.layer == Layer::kWorkload) workload.push_back(o);
+    workload.push_back(o);
   }
   for (const auto& [layer, last] : layer_last_seen_ns_) {
     if (last >= since) in.layers_with_data.insert(layer);
@@ -122,7 +174,8 @@ IsolateInput Pipeline::BuildInput(std::vector<Finding> findings, int64_t now_ns)
 Result<EvaluateResult> Pipeline::Evaluate(int64_t now_ns) {
   std::lock_guard<std::mutex> lock(mu_);
   const int64_t since = now_ns - options_.window_ns;
-  while (!recent_.empty() && recent_.front().time_ns < since) recent_.pop_front();
+  while (!workload_.empty() && workload_.front().time_ns < since) workload_.pop_front();
+  std::erase_if(latest_, [since](const auto& entry) { return entry.second.time_ns < since; });
   EvaluateResult result;
   std::vector<Finding> findings;
   for (const auto& d : detectors_) {

@@ -1,6 +1,8 @@
 // The agent's data path: source batches -> store (observations + cursors, one
 // transaction) -> detectors -> findings (stored when new or changed) -> isolator ->
-// diagnosis (stored when the primary changes).
+// diagnosis (stored when the primary changes). Periodic readings equal to their series'
+// last stored point are not stored (change_filter.h), but every observation reaches the
+// detectors.
 //
 // Thread-safety: every method takes one internal mutex, so the per-source threads may
 // call Ingest concurrently (detectors are not thread-safe; this serialises them).
@@ -17,6 +19,8 @@
 
 #include "core/status.h"
 #include "core/types.h"
+#include "daemon/change_filter.h"
+#include "daemon/config.h"
 #include "daemon/source.h"
 #include "engine/detect/detector.h"
 #include "engine/isolate/isolator.h"
@@ -31,8 +35,19 @@ namespace faultline::daemon {
 
 struct PipelineOptions {
   int64_t window_ns = 1800'000'000'000;           // what the isolator looks at (config [isolate] window)
-  size_t max_recent_observations = 200'000;       // memory bound on the isolator's context
+  size_t max_recent_observations = 200'000;       // warm-start replay bound, and of the workload history kept
   IsolateOptions isolate;
+  // Change-only storage: a periodic reading unchanged since its series' last stored
+  // point, younger than this, is not stored ([agent] store_unchanged_heartbeat).
+  // 0 = store every sample ([agent] store_every_sample = true).
+  int64_t store_unchanged_heartbeat_ns = 300'000'000'000;
+};
+
+// The pipeline options the agent config asks for.
+PipelineOptions PipelineOptionsFor(const AgentConfig& config);
+
+struct PipelineStats {
+  uint64_t observations_unchanged = 0;  // periodic readings fed to detectors but not stored
 };
 
 struct EvaluateResult {
@@ -50,27 +65,39 @@ class Pipeline {
   // Replays the last window's stored observations into the detectors and remembers the
   // stored findings, so a restarted agent keeps its state without re-reading sources
   // and without storing its findings again.
+  // Also primes the change filter with the stored readings, so an unchanged reading right
+  // after a restart is not stored again.
   Status WarmStart(int64_t now_ns);
-  // Stores the batch's observations and cursors in one transaction, then feeds the
-  // observations to the detectors. On a store error nothing is fed.
+  // Stores the batch's cursors and its observations minus the unchanged periodic
+  // readings in one transaction (the cursors even when every observation was dropped),
+  // then feeds every observation to the detectors. On a store error nothing is fed.
   Result<AppendStats> Ingest(Layer layer, SourceBatch batch);
   // Collects findings, stores the new/changed ones, runs the isolator over the window
   // ending at now_ns and stores the primary diagnosis when it changed.
   Result<EvaluateResult> Evaluate(int64_t now_ns);
+  PipelineStats stats() const;
 
  private:
   void Feed(const Observation& obs);
+  // One Store::Append of the cursors and the observations the filter keeps.
+  Result<AppendStats> StoreBatch(const SourceBatch& batch);
   IsolateInput BuildInput(std::vector<Finding> findings, int64_t now_ns) const;
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   Store& store_;
   std::string node_;
   PipelineOptions options_;
   std::vector<std::unique_ptr<Detector>> detectors_;
-  std::deque<Observation> recent_;                 // time-ordered-ish, pruned to the window
+  // The isolator's context, kept small because it is rebuilt at every evaluation: the
+  // latest reading per (component, kind) of each layer (what rules a layer out), and
+  // the workload reports of the window (what says "slow").
+  std::map<std::pair<std::string, ObsKind>, Observation> latest_;
+  std::deque<Observation> workload_;
   std::map<Layer, int64_t> layer_last_seen_ns_;    // which layers had data, and when
   std::map<std::string, Finding> stored_findings_;  // by FindingKey, as last written
   std::optional<std::string> stored_primary_;      // signature of the last stored primary
+  std::unique_ptr<ChangeFilter> filter_;           // null = store every sample
+  PipelineStats stats_;
 };
 
 // Identity of a finding across evaluations: layer, class, component, start.

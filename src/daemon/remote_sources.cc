@@ -1,7 +1,9 @@
 // Sources behind a library or a network peer: NVML, dcgm-exporter, Redfish, and the
 // workload HTTP endpoint. Each connects lazily at its first poll so an absent peer is
 // "unavailable, retried" rather than a startup failure.
+#include <atomic>
 #include <charconv>
+#include <mutex>
 #include <thread>
 
 #include <httplib.h>
@@ -12,6 +14,7 @@
 #include "sources/nvml/nvml_collector.h"
 #include "sources/redfish/credentials.h"
 #include "sources/redfish/curl_http_client.h"
+#include "sources/redfish/event_stream.h"
 #include "sources/redfish/redfish_client.h"
 #include "sources/redfish/redfish_collector.h"
 #include "sources/workload/http_mount.h"
@@ -94,11 +97,114 @@ Result<redfish::Credentials> LoadCredentials(const RedfishSection& o) {
   return redfish::Credentials{o.user, ""};
 }
 
+// Follows the BMC's EventService SSE stream on its own thread and keeps what it maps
+// until the next Poll drains it. AgentSource has no "data ready" hook, so an event waits
+// at most one Redfish interval; its observation carries the event's own time.
+// Follow/Stop run on the polling thread; Cancel may come from any thread.
+class RedfishEventFollower {
+ public:
+  explicit RedfishEventFollower(redfish::RedfishClient& client) : client_(client) {}
+  ~RedfishEventFollower() { Stop(); }
+  RedfishEventFollower(const RedfishEventFollower&) = delete;
+  RedfishEventFollower& operator=(const RedfishEventFollower&) = delete;
+
+  // Starts following the stream a sweep found, or restarts it after it gave up (the
+  // same EventStream, so the reconnect sends its Last-Event-ID). A no-op while
+  // following, without a stream URI, or once cancelled.
+  void Follow(const redfish::SweepResult& sweep, const std::string& node) {
+    if (sweep.sse_uri.empty() || running_.load()) return;
+    if (thread_.joinable()) thread_.join();  // the stream gave up: its thread has ended
+    std::lock_guard<std::mutex> lock(mu_);
+    if (cancelled_) return;
+    if (stream_ == nullptr) {
+      stream_ = std::make_unique<redfish::EventStream>(client_, StreamOptions(sweep), Context(sweep, node),
+                                                       [this](std::vector<Observation> o) { Push(std::move(o)); });
+    }
+    running_.store(true);
+    thread_ = std::thread([this] { Run(); });
+  }
+
+  // Moves the events received since the last call (and the stream's warnings) into `batch`.
+  void Drain(SourceBatch& batch) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (Observation& o : pending_) batch.observations.push_back(std::move(o));
+    pending_.clear();
+    for (std::string& w : warnings_) batch.warnings.push_back(std::move(w));
+    warnings_.clear();
+    if (dropped_ > 0) {
+      batch.warnings.push_back("redfish events: " + std::to_string(dropped_) +
+                               " observations dropped (queue full); the log sweep still reads them");
+      dropped_ = 0;
+    }
+  }
+
+  void Cancel() {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancelled_ = true;
+    if (stream_ != nullptr) stream_->Stop();  // its request polls this flag: ends within ~1 s
+  }
+
+  void Stop() {
+    Cancel();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  // Between two polls a BMC sends a handful of events; this only bounds a flood.
+  static constexpr size_t kMaxPending = 10'000;
+
+  static redfish::EventStreamOptions StreamOptions(const redfish::SweepResult& sweep) {
+    redfish::EventStreamOptions o;
+    o.sse_uri = sweep.sse_uri;
+    o.filter_properties = sweep.sse_filter_properties;
+    return o;
+  }
+  static redfish::MapContext Context(const redfish::SweepResult& sweep, const std::string& node) {
+    redfish::MapContext ctx;
+    ctx.node = node;
+    if (sweep.bmc_offset_ns) {
+      ctx.bmc_offset_ns = *sweep.bmc_offset_ns;
+      ctx.offset_known = true;
+    }
+    return ctx;
+  }
+
+  void Run() {
+    // Returns on Cancel, or after repeated breaks: the next sweep restarts it.
+    Status st = stream_->Run();
+    if (!st.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      warnings_.push_back("redfish events: " + st.message());
+    }
+    running_.store(false);
+  }
+
+  void Push(std::vector<Observation> observations) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (pending_.size() + observations.size() > kMaxPending) {
+      dropped_ += observations.size();
+      return;
+    }
+    for (Observation& o : observations) pending_.push_back(std::move(o));
+  }
+
+  redfish::RedfishClient& client_;
+  std::mutex mu_;
+  bool cancelled_ = false;                        // guarded by mu_
+  std::unique_ptr<redfish::EventStream> stream_;  // guarded by mu_; never replaced once made
+  std::vector<Observation> pending_;              // guarded by mu_
+  std::vector<std::string> warnings_;             // guarded by mu_
+  uint64_t dropped_ = 0;                          // guarded by mu_
+  std::atomic<bool> running_{false};
+  std::thread thread_;                            // polling thread only
+};
+
 class RedfishSource final : public AgentSource {
  public:
   RedfishSource(const RedfishSection& options, const std::string& node, const Clock& clock,
                 const std::vector<Cursor>& cursors)
       : node_(node),
+        events_(options.events),
         http_(redfish::CurlOptions{.ca_file = options.ca_file, .insecure = options.insecure}),
         client_(http_, clock, ClientOptions(options)),
         collector_(client_, redfish::CollectorOptions{.node = node}) {
@@ -129,9 +235,12 @@ class RedfishSource final : public AgentSource {
       logged_in_ = false;  // the session may have expired; log in again next time
       return Status(StatusCode::kUnavailable, "redfish: " + sweep.errors.front());
     }
+    if (events_) events_follower_.Follow(sweep, node_);
     SourceBatch batch;
     batch.observations = std::move(sweep.observations);
     batch.warnings = std::move(sweep.errors);
+    // After the sweep, so events that came in while it ran are not left for later.
+    events_follower_.Drain(batch);
     for (const auto& [path, cursor] : collector_.cursors()) {
       if (cursor.last_numeric_id) {
         batch.cursors.push_back({node_, kRedfishSource, "log:" + path, std::to_string(*cursor.last_numeric_id)});
@@ -141,10 +250,15 @@ class RedfishSource final : public AgentSource {
   }
 
   void Shutdown() override {
+    // The stream first: it must not reconnect with the token the logout deletes.
+    events_follower_.Stop();
     if (logged_in_) client_.Logout();
     logged_in_ = false;
   }
-  void Cancel() override { client_.Cancel(); }
+  void Cancel() override {
+    client_.Cancel();
+    events_follower_.Cancel();
+  }
 
  private:
   static redfish::RedfishClientOptions ClientOptions(const RedfishSection& o) {
@@ -156,9 +270,11 @@ class RedfishSource final : public AgentSource {
   }
 
   std::string node_;
+  bool events_;
   redfish::CurlHttpClient http_;
   redfish::RedfishClient client_;
   redfish::RedfishCollector collector_;
+  RedfishEventFollower events_follower_{client_};  // declared after client_: stopped before it goes
   Status credentials_error_;
   bool logged_in_ = false;
 };

@@ -38,7 +38,9 @@ std::unique_ptr<AgentSource> MakeSysfsSource(const SysfsSection& options, const 
 std::unique_ptr<AgentSource> MakeDcgmExporterSource(const DcgmExporterSection& options, const std::string& node,
                                                     const Clock& clock);
 // A Redfish BMC: login at the first poll, one bounded sweep per poll, session deleted
-// at Shutdown. Log cursors ("redfish", "log:<path>") = last numeric entry id.
+// at Shutdown. Log cursors ("redfish", "log:<path>") = last numeric entry id. With
+// `events` on and a ServerSentEventUri advertised, it also follows the SSE stream on its
+// own thread; events received are handed over at the next poll.
 std::unique_ptr<AgentSource> MakeRedfishSource(const RedfishSection& options, const std::string& node,
                                                const Clock& clock, const std::vector<Cursor>& cursors);
 // Workload report lines appended to a file; cursor as WorkloadFileSource.
