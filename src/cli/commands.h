@@ -29,5 +29,6 @@ void AddCollectRedfishCommand(CliApp& app);  // also `bench redfish-sweep`
 void AddCollectIpmiCommand(CliApp& app);
 void AddAgentCommand(CliApp& app);
 void AddWhySlowCommand(CliApp& app);
+void AddSimCommand(CliApp& app);  // also `bench accuracy`
 
 }  // namespace faultline::cli

@@ -19,6 +19,7 @@ constexpr Registrar kCommands[] = {
     faultline::cli::AddCollectIpmiCommand,
     faultline::cli::AddAgentCommand,
     faultline::cli::AddWhySlowCommand,
+    faultline::cli::AddSimCommand,
 };
 
 }  // namespace

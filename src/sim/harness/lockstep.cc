@@ -1,0 +1,240 @@
+#include "sim/harness/lockstep.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+
+#include "core/clock.h"
+#include "core/inventory.h"
+
+namespace faultline::sim {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kEpochNs = 1795996800LL * 1'000'000'000;  // 2026-11-30T00:00:00Z: runs are reproducible
+constexpr int64_t kUptimeNs = 3LL * 86400 * 1'000'000'000;  // the node booted three days before
+
+int64_t Ns(double s) { return static_cast<int64_t>(s * 1e9); }
+
+// Every identity the simulator knows for one truth component.
+struct Identity {
+  std::vector<std::string> ids;     // exact component ids
+  std::vector<std::string> tokens;  // names / key values (BDFs normalized)
+};
+
+Identity GpuIdentity(const SimNode& node, int gpu) {
+  const NodeLayout& l = node.model().layout();
+  Identity id;
+  if (gpu < 0 || static_cast<size_t>(gpu) >= l.gpu_bdfs.size()) return id;
+  const std::string bdf = NormalizeBdf(l.gpu_bdfs[gpu]);
+  id.ids = {"gpu/" + std::to_string(gpu), "gpu/" + bdf};
+  id.tokens = {bdf, l.GpuUuid(gpu), l.GpuSerial(gpu)};
+  return id;
+}
+
+int IndexAfter(const std::string& name, std::string_view prefix) {
+  if (name.rfind(prefix, 0) != 0) return -1;
+  try {
+    return std::stoi(name.substr(prefix.size()));
+  } catch (...) {
+    return -1;
+  }
+}
+
+Identity Resolve(const std::string& truth, const SimNode& node) {
+  const NodeLayout& l = node.model().layout();
+  const size_t slash = truth.find('/');
+  const std::string type = truth.substr(0, slash);
+  const std::string name = slash == std::string::npos ? "" : truth.substr(slash + 1);
+  Identity id;
+  id.ids.push_back(truth);
+  if (type == "gpu") {
+    const int g = IndexAfter(name, "");
+    if (g >= 0) return GpuIdentity(node, g);
+  }
+  if (type == "pcie") {
+    std::string bdf;
+    if (int g = IndexAfter(name, "gpu"); g >= 0 && static_cast<size_t>(g) < l.gpu_bdfs.size()) {
+      bdf = l.gpu_bdfs[g];
+      Identity gpu = GpuIdentity(node, g);  // NVML reports a GPU's link on the GPU
+      id.ids.insert(id.ids.end(), gpu.ids.begin(), gpu.ids.end());
+    }
+    if (int n = IndexAfter(name, "nic"); n >= 0 && static_cast<size_t>(n) < l.nic_bdfs.size()) bdf = l.nic_bdfs[n];
+    if (!bdf.empty()) {
+      for (const std::string& b : {bdf, node.PcieParentOf(bdf)}) {
+        if (b.empty()) continue;
+        id.ids.push_back("pcie/" + NormalizeBdf(b));
+        id.tokens.push_back(NormalizeBdf(b));
+      }
+    }
+  }
+  if (type == "ib") {
+    if (int h = IndexAfter(name, "hca"); h >= 0 && static_cast<size_t>(h) < l.hca_names.size()) {
+      id.ids = {"ib/" + l.hca_names[h] + "/1", "ib/" + l.hca_names[h]};
+    }
+  }
+  if (type == "nvswitch") {
+    if (int n = IndexAfter(name, ""); n >= 0 && static_cast<size_t>(n) < l.nvswitch_bdfs.size()) {
+      const std::string bdf = NormalizeBdf(l.nvswitch_bdfs[n]);
+      id.ids.push_back("nvswitch/" + bdf);
+      id.tokens.push_back(bdf);
+    }
+  }
+  return id;
+}
+
+bool Matches(const ComponentRef& c, const Identity& id) {
+  const std::string cid = c.Id();
+  for (const std::string& i : id.ids) {
+    if (cid == i) return true;
+  }
+  for (const std::string& token : id.tokens) {
+    if (NormalizeBdf(c.name) == token || c.name == token) return true;
+    for (const char* key : {"bdf", "pci_bus_id", "uuid", "serial", "device_bdf", "gpu_bdf"}) {
+      auto it = c.keys.find(key);
+      if (it != c.keys.end() && !it->second.empty() && (it->second == token || NormalizeBdf(it->second) == token)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+bool ClassAndComponent(const Diagnosis& d, const Truth& truth, const SimNode& node) {
+  return d.fault_class == truth.fault_class &&
+         (truth.components.empty() || ComponentMatches(d.component, truth.components, node));
+}
+
+}  // namespace
+
+bool ComponentMatches(const ComponentRef& c, const std::vector<std::string>& truth, const SimNode& node) {
+  for (const std::string& t : truth) {
+    if (Matches(c, Resolve(t, node))) return true;
+  }
+  return false;
+}
+
+bool IsHardwareAction(Action a) { return a == Action::kCordon || a == Action::kDrain || a == Action::kRma; }
+
+bool IsHardwareCause(FaultClass c) {
+  return c != FaultClass::kUserApplication && c != FaultClass::kWorkloadImbalance && c != FaultClass::kNone &&
+         c != FaultClass::kDriverFault;
+}
+
+std::string DefaultFakeNvmlPath() {
+  std::error_code ec;
+#ifdef FAULTLINE_FAKE_NVML_PATH
+  if (fs::exists(FAULTLINE_FAKE_NVML_PATH, ec)) return FAULTLINE_FAKE_NVML_PATH;
+#endif
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  const fs::path next_to = exe.parent_path() / "src/sim/fake_nvml/libnvidia-ml.so.1";
+  return fs::exists(next_to, ec) ? next_to.string() : "";
+}
+
+daemon::AgentConfig SimAgentConfig(const SimNode& node, const LockstepOptions& o, const std::string& store) {
+  daemon::AgentConfig c;
+  c.agent.node = "sim-node";
+  c.agent.store_path = store;
+  c.agent.log_level = daemon::LogLevel::kWarn;
+  c.agent.evaluate_interval_ns = Ns(o.fast_interval_s);
+  c.kmsg.path = node.kmsg_path();
+  c.kmsg.interval_ns = Ns(o.fast_interval_s);
+  c.nvml.library_path = o.nvml_library;
+  c.nvml.interval_ns = Ns(o.sample_interval_s);
+  c.sysfs.root = node.sysfs_root();
+  c.sysfs.interval_ns = Ns(o.sample_interval_s);
+  c.workload.file = node.workload_path();
+  c.workload.interval_ns = Ns(o.fast_interval_s);
+  if (!node.bmc_url().empty()) {
+    c.redfish.url = node.bmc_url();
+    c.redfish.user = node.bmc_user();
+    c.redfish.password_file = node.bmc_password_file();
+    c.redfish.ca_file = node.bmc_ca_file();
+    c.redfish.interval_ns = Ns(o.redfish_interval_s);
+    c.redfish.sweep_deadline_ns = Ns(std::max(1.0, o.redfish_interval_s * 0.8));
+    // Events arrive on their own thread in real time; the lockstep reads the SEL by
+    // polling so that a run is reproducible.
+    c.redfish.events = false;
+  }
+  return c;
+}
+
+Result<ScenarioRun> RunScenarioLockstep(const NodeScenario& scenario, const LockstepOptions& o) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  if (o.nvml_library.empty()) return Status(StatusCode::kNotFound, "simulator: fake NVML library not found");
+  const std::string dir = o.workdir + "/" + scenario.name;
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  FakeClock clock(kEpochNs, kUptimeNs);
+  SimNodeOptions so{.workdir = dir, .time = {kEpochNs, kUptimeNs, 1.0}, .tick_s = o.tick_s};
+  auto node = SimNode::Create(scenario, so);
+  if (!node.ok()) return node.status();
+  // The fake NVML library reads its state file from the environment at nvmlInit.
+  ::setenv("FAKE_NVML_STATE", (*node)->nvml_state_path().c_str(), 1);
+
+  std::ostringstream discard;
+  daemon::Logger logger(o.agent_log ? *o.agent_log : discard, daemon::LogLevel::kWarn, clock);
+  const daemon::AgentConfig config = SimAgentConfig(**node, o, dir + "/faultline.db");
+  auto agent = daemon::Agent::Create(config, clock, logger);
+  if (!agent.ok()) return agent.status();
+
+  ScenarioRun run;
+  run.name = scenario.name;
+  run.truth = scenario.truth;
+  std::string last_signature;
+  const int64_t ticks = static_cast<int64_t>(scenario.duration_s / o.tick_s);
+  for (int64_t i = 0; i <= ticks; ++i) {
+    const double t = static_cast<double>(i) * o.tick_s;
+    if (i > 0) clock.Advance(Ns(o.tick_s));
+    (void)(*node)->AdvanceTo(t);  // failures are counted in the node's stats
+    bool evaluated = false;
+    if (Status s = (*agent)->RunDue(&evaluated); !s.ok()) return s;
+    if (!evaluated) continue;
+    const std::vector<Diagnosis> dx = (*agent)->LastDiagnoses();
+    if (o.on_evaluation) o.on_evaluation(t, dx);
+    if (dx.empty()) continue;
+    const Diagnosis& primary = dx.front();
+    const std::string sig = std::string(ToString(primary.fault_class)) + "|" + primary.component.Id() + "|" +
+                            std::string(ToString(primary.action));
+    if (sig != last_signature) {
+      last_signature = sig;
+      run.changes.push_back({t, primary});
+    }
+    if (!run.first_correct_s && ClassAndComponent(primary, scenario.truth, **node)) run.first_correct_s = t;
+    if (IsHardwareAction(primary.action)) {
+      const bool wrong_cause = !IsHardwareCause(scenario.truth.fault_class);
+      const bool wrong_part = primary.action == Action::kRma && !scenario.truth.components.empty() &&
+                              !ComponentMatches(primary.component, scenario.truth.components, **node);
+      if (wrong_cause || wrong_part) {
+        std::ostringstream os;
+        os << "t=" << t << "s " << ToString(primary.action) << " " << primary.component.Id() << " ("
+           << ToString(primary.fault_class) << ")";
+        if (run.wrong_hardware_actions.empty() || run.wrong_hardware_actions.back().find(primary.component.Id()) ==
+                                                      std::string::npos) {
+          run.wrong_hardware_actions.push_back(os.str());
+        }
+      }
+    }
+  }
+  run.final_diagnoses = (*agent)->LastDiagnoses();
+  run.agent = (*agent)->stats();
+  if (Status s = (*agent)->Stop(); !s.ok()) return s;
+  run.node = (*node)->stats();
+  if (!run.final_diagnoses.empty()) {
+    const Diagnosis& d = run.final_diagnoses.front();
+    run.final_correct_class = d.fault_class == scenario.truth.fault_class;
+    run.final_correct_component =
+        scenario.truth.components.empty() || ComponentMatches(d.component, scenario.truth.components, **node);
+  }
+  node->reset();
+  if (!o.keep_workdir) fs::remove_all(dir, ec);
+  run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  return run;
+}
+
+}  // namespace faultline::sim

@@ -1,0 +1,73 @@
+// Runs one scenario end to end: the simulated node (sim/node) serving its interfaces,
+// and the real agent (daemon/agent.h) reading them, in lockstep on a FakeClock. Each
+// tick the node moves forward, then the agent polls whatever sources are due and
+// evaluates, exactly as its threads would on that schedule. The primary diagnosis is
+// recorded every time it changes, and checked against the scenario's ground truth.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "core/types.h"
+#include "daemon/agent.h"
+#include "sim/node/node_scenario.h"
+#include "sim/node/sim_node.h"
+
+namespace faultline::sim {
+
+struct LockstepOptions {
+  std::string workdir;       // scratch; one subdirectory per scenario
+  std::string nvml_library;  // the fake libnvidia-ml.so.1
+  double tick_s = 1.0;
+  // The agent's schedule in the simulation (seconds).
+  double fast_interval_s = 1.0;     // kmsg, workload, evaluation
+  double sample_interval_s = 5.0;   // NVML, sysfs
+  double redfish_interval_s = 10.0;
+  bool keep_workdir = false;
+  std::ostream* agent_log = nullptr;  // the agent's log lines (warn and above); null = dropped
+  // Called after each evaluation (the demo prints progress); may be empty.
+  std::function<void(double t, const std::vector<Diagnosis>&)> on_evaluation;
+};
+
+struct DiagnosisChange {
+  double t = 0;  // scenario seconds
+  Diagnosis primary;
+};
+
+struct ScenarioRun {
+  std::string name;
+  Truth truth;
+  std::vector<DiagnosisChange> changes;  // the primary diagnosis each time it changed
+  std::vector<Diagnosis> final_diagnoses;
+  std::optional<double> first_correct_s;  // first time the primary matched the truth
+  bool final_correct_class = false;
+  bool final_correct_component = false;
+  // A hardware action (cordon, drain, RMA) recommended at any evaluation for a cause
+  // that is not hardware, or an RMA of a part that is not the faulty one.
+  std::vector<std::string> wrong_hardware_actions;
+  daemon::AgentStats agent;
+  SimNodeStats node;
+  double wall_s = 0;
+};
+
+// The agent configuration that points every source at the simulated node.
+daemon::AgentConfig SimAgentConfig(const SimNode& node, const LockstepOptions& options, const std::string& store);
+
+Result<ScenarioRun> RunScenarioLockstep(const NodeScenario& scenario, const LockstepOptions& options);
+
+// Whether a diagnosis names the truth's fault class / one of its components. Truth
+// components may be symbolic where the simulator chooses the address: "pcie/gpu3" (GPU
+// 3's PCIe link, either end), "pcie/nic0", "ib/hca2", "nvswitch/1"; "gpu/3" also
+// matches the GPU's bus address, UUID or serial.
+bool ComponentMatches(const ComponentRef& c, const std::vector<std::string>& truth, const SimNode& node);
+bool IsHardwareAction(Action a);
+bool IsHardwareCause(FaultClass c);
+
+// The default location of the fake NVML library next to the faultline binary.
+std::string DefaultFakeNvmlPath();
+
+}  // namespace faultline::sim

@@ -1,0 +1,338 @@
+#include "sim/node/node_scenario.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "sim/mock_bmc/yaml_json.h"
+
+namespace faultline::sim {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr size_t kMaxScenarioBytes = 1 << 20;
+constexpr size_t kMaxFaults = 1000;
+constexpr double kMaxDurationS = 7 * 24 * 3600.0;
+
+struct KindName {
+  NodeFaultKind kind;
+  std::string_view name;
+};
+constexpr std::array<KindName, 32> kKinds{{
+    {NodeFaultKind::kPsuFail, "psu_fail"}, {NodeFaultKind::kPsuDegrade, "psu_degrade"},
+    {NodeFaultKind::kFeedLoss, "feed_loss"}, {NodeFaultKind::kInputSag, "input_sag"},
+    {NodeFaultKind::kPowerLoad, "power_load"}, {NodeFaultKind::kInletHigh, "inlet_high"},
+    {NodeFaultKind::kFanFail, "fan_fail"}, {NodeFaultKind::kPumpFail, "pump_fail"},
+    {NodeFaultKind::kCoolantLeak, "coolant_leak"}, {NodeFaultKind::kGpuCooling, "gpu_cooling"},
+    {NodeFaultKind::kSbeStorm, "sbe_storm"}, {NodeFaultKind::kDbe, "dbe"},
+    {NodeFaultKind::kRemapFailure, "remap_failure"}, {NodeFaultKind::kSramUncorrectable, "sram_uncorrectable"},
+    {NodeFaultKind::kGspTimeout, "gsp_timeout"}, {NodeFaultKind::kFallOffBus, "fall_off_bus"},
+    {NodeFaultKind::kDriverMismatch, "driver_mismatch"}, {NodeFaultKind::kUserXid, "user_xid"},
+    {NodeFaultKind::kSegfault, "segfault"}, {NodeFaultKind::kHostMce, "host_mce"},
+    {NodeFaultKind::kPcieDowntrain, "pcie_downtrain"}, {NodeFaultKind::kPcieReplay, "pcie_replay"},
+    {NodeFaultKind::kNicAer, "nic_aer"}, {NodeFaultKind::kNvlinkCrc, "nvlink_crc"},
+    {NodeFaultKind::kNvlinkDown, "nvlink_down"}, {NodeFaultKind::kNvswitchFatal, "nvswitch_fatal"},
+    {NodeFaultKind::kIbErrors, "ib_errors"}, {NodeFaultKind::kIbDown, "ib_down"},
+    {NodeFaultKind::kStraggler, "straggler"}, {NodeFaultKind::kJobStop, "job_stop"},
+    {NodeFaultKind::kKmsg, "kmsg"}, {NodeFaultKind::kSel, "sel"},
+}};
+
+// Which parameters each kind requires (beyond `at`); anything else in the fault is
+// still allowed if it is a known parameter name, so files can carry e.g. `until`.
+const std::map<NodeFaultKind, std::vector<std::string_view>>& RequiredParams() {
+  static const auto* required = new std::map<NodeFaultKind, std::vector<std::string_view>>{
+      {NodeFaultKind::kPsuFail, {"psu"}},          {NodeFaultKind::kPsuDegrade, {"psu"}},
+      {NodeFaultKind::kFeedLoss, {"psus"}},        {NodeFaultKind::kInputSag, {"psus", "value"}},
+      {NodeFaultKind::kPowerLoad, {"value"}},      {NodeFaultKind::kInletHigh, {"value"}},
+      {NodeFaultKind::kFanFail, {"fan"}},          {NodeFaultKind::kPumpFail, {}},
+      {NodeFaultKind::kCoolantLeak, {}},           {NodeFaultKind::kGpuCooling, {"gpu", "value"}},
+      {NodeFaultKind::kSbeStorm, {"gpu", "value"}}, {NodeFaultKind::kDbe, {"gpu"}},
+      {NodeFaultKind::kRemapFailure, {"gpu"}},     {NodeFaultKind::kSramUncorrectable, {"gpu"}},
+      {NodeFaultKind::kGspTimeout, {"gpu"}},       {NodeFaultKind::kFallOffBus, {"gpu"}},
+      {NodeFaultKind::kDriverMismatch, {}},        {NodeFaultKind::kUserXid, {"gpu"}},
+      {NodeFaultKind::kSegfault, {}},              {NodeFaultKind::kHostMce, {}},
+      {NodeFaultKind::kPcieDowntrain, {"gpu"}},    {NodeFaultKind::kPcieReplay, {"gpu", "value"}},
+      {NodeFaultKind::kNicAer, {"nic", "value"}},  {NodeFaultKind::kNvlinkCrc, {"gpu", "link", "value"}},
+      {NodeFaultKind::kNvlinkDown, {"gpu", "link"}}, {NodeFaultKind::kNvswitchFatal, {"nvswitch"}},
+      {NodeFaultKind::kIbErrors, {"hca", "value"}}, {NodeFaultKind::kIbDown, {"hca"}},
+      {NodeFaultKind::kStraggler, {"value"}},      {NodeFaultKind::kJobStop, {}},
+      {NodeFaultKind::kKmsg, {"text"}},            {NodeFaultKind::kSel, {"text"}},
+  };
+  return *required;
+}
+
+Status Bad(const std::string& where, const std::string& why) {
+  return Status(StatusCode::kCorrupt, where + ": " + why);
+}
+
+Status CheckKeys(const Json& j, const std::string& where, std::initializer_list<std::string_view> allowed) {
+  if (!j.is_object()) return Bad(where, "expected a mapping");
+  for (const auto& item : j.items()) {
+    if (std::find(allowed.begin(), allowed.end(), item.key()) == allowed.end()) {
+      return Bad(where, "unknown key '" + item.key() + "'");
+    }
+  }
+  return Status::Ok();
+}
+
+// Typed readers: absent keys keep the default; wrong types and ranges are errors.
+Status ReadNumber(const Json& j, const char* key, const std::string& where, double lo, double hi, double& out) {
+  auto it = j.find(key);
+  if (it == j.end()) return Status::Ok();
+  if (!it->is_number() || !std::isfinite(it->get<double>())) return Bad(where + "." + key, "expected a number");
+  const double v = it->get<double>();
+  if (v < lo || v > hi) {
+    std::ostringstream os;
+    os << "out of range [" << lo << ", " << hi << "]";
+    return Bad(where + "." + key, os.str());
+  }
+  out = v;
+  return Status::Ok();
+}
+
+Status ReadInt(const Json& j, const char* key, const std::string& where, int lo, int hi, int& out) {
+  double v = out;
+  if (Status s = ReadNumber(j, key, where, lo, hi, v); !s.ok()) return s;
+  if (j.contains(key) && v != std::floor(v)) return Bad(where + "." + key, "expected an integer");
+  out = static_cast<int>(v);
+  return Status::Ok();
+}
+
+Status ReadBool(const Json& j, const char* key, const std::string& where, bool& out) {
+  auto it = j.find(key);
+  if (it == j.end()) return Status::Ok();
+  if (!it->is_boolean()) return Bad(where + "." + key, "expected true or false");
+  out = it->get<bool>();
+  return Status::Ok();
+}
+
+Status ReadString(const Json& j, const char* key, const std::string& where, size_t max, std::string& out) {
+  auto it = j.find(key);
+  if (it == j.end()) return Status::Ok();
+  if (!it->is_string()) return Bad(where + "." + key, "expected a string");
+  out = it->get<std::string>();
+  if (out.size() > max) return Bad(where + "." + key, "longer than " + std::to_string(max) + " bytes");
+  return Status::Ok();
+}
+
+Status ReadIntList(const Json& j, const char* key, const std::string& where, int hi, std::vector<int>& out) {
+  auto it = j.find(key);
+  if (it == j.end()) return Status::Ok();
+  if (!it->is_array() || it->empty() || it->size() > 64) return Bad(where + "." + key, "expected a list of 1-64 integers");
+  for (const Json& v : *it) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > hi) {
+      return Bad(where + "." + key, "expected integers in [0, " + std::to_string(hi) + "]");
+    }
+    out.push_back(v.get<int>());
+  }
+  return Status::Ok();
+}
+
+#define FL_TRY(expr)               \
+  do {                             \
+    if (Status s_ = (expr); !s_.ok()) return s_; \
+  } while (0)
+
+Status ParseNode(const Json& j, NodeSpec& n) {
+  const std::string w = "node";
+  FL_TRY(CheckKeys(j, w, {"gpus", "psus", "psu_capacity_w", "gpu_busy_w", "host_w", "fans", "bmc", "row_remap",
+                          "psu_alert_brakes", "inlet_c", "coolant_supply_c", "coolant_flow_lpm"}));
+  FL_TRY(ReadInt(j, "gpus", w, 1, 8, n.gpus));
+  FL_TRY(ReadInt(j, "psus", w, 1, 12, n.psus));
+  FL_TRY(ReadNumber(j, "psu_capacity_w", w, 100, 20000, n.psu_capacity_w));
+  FL_TRY(ReadNumber(j, "gpu_busy_w", w, 10, 2000, n.gpu_busy_w));
+  FL_TRY(ReadNumber(j, "host_w", w, 0, 50000, n.host_w));
+  FL_TRY(ReadInt(j, "fans", w, 1, 16, n.fans));
+  FL_TRY(ReadBool(j, "bmc", w, n.bmc));
+  FL_TRY(ReadBool(j, "row_remap", w, n.row_remap));
+  FL_TRY(ReadBool(j, "psu_alert_brakes", w, n.psu_alert_brakes));
+  FL_TRY(ReadNumber(j, "inlet_c", w, -10, 60, n.inlet_c));
+  FL_TRY(ReadNumber(j, "coolant_supply_c", w, 0, 70, n.coolant_supply_c));
+  FL_TRY(ReadNumber(j, "coolant_flow_lpm", w, 1, 1000, n.coolant_flow_lpm));
+  return Status::Ok();
+}
+
+Status ParseNoise(const Json& j, NoiseSpec& n) {
+  const std::string w = "noise";
+  if (j.is_boolean()) {
+    if (!j.get<bool>()) n = NoiseSpec{0, 0, 0, 0, 0};
+    return Status::Ok();
+  }
+  FL_TRY(CheckKeys(j, w, {"sbe_per_gpu_hour", "user_xid_per_hour", "aer_corrected_per_hour", "temp_wander_c",
+                          "step_jitter"}));
+  FL_TRY(ReadNumber(j, "sbe_per_gpu_hour", w, 0, 100000, n.sbe_per_gpu_hour));
+  FL_TRY(ReadNumber(j, "user_xid_per_hour", w, 0, 3600, n.user_xid_per_hour));
+  FL_TRY(ReadNumber(j, "aer_corrected_per_hour", w, 0, 100000, n.aer_corrected_per_hour));
+  FL_TRY(ReadNumber(j, "temp_wander_c", w, 0, 20, n.temp_wander_c));
+  FL_TRY(ReadNumber(j, "step_jitter", w, 0, 0.5, n.step_jitter));
+  return Status::Ok();
+}
+
+Status ParseWorkload(const Json& j, WorkloadSpec& wl) {
+  const std::string w = "workload";
+  FL_TRY(CheckKeys(j, w, {"enabled", "step_s", "job"}));
+  FL_TRY(ReadBool(j, "enabled", w, wl.enabled));
+  FL_TRY(ReadNumber(j, "step_s", w, 0.05, 600, wl.step_s));
+  FL_TRY(ReadString(j, "job", w, 128, wl.job));
+  if (wl.job.empty()) return Bad(w + ".job", "must not be empty");
+  return Status::Ok();
+}
+
+Status ParseTruth(const Json& j, Truth& t) {
+  const std::string w = "truth";
+  FL_TRY(CheckKeys(j, w, {"fault_class", "component", "components", "action", "start_s", "slow"}));
+  std::string cls, action, component;
+  FL_TRY(ReadString(j, "fault_class", w, 64, cls));
+  auto fc = ParseFaultClass(cls);
+  if (!fc) return Bad(w + ".fault_class", "unknown fault class '" + cls + "'");
+  t.fault_class = *fc;
+  FL_TRY(ReadString(j, "action", w, 64, action));
+  if (!action.empty()) {
+    auto a = ParseAction(action);
+    if (!a) return Bad(w + ".action", "unknown action '" + action + "'");
+    t.action = *a;
+  }
+  FL_TRY(ReadString(j, "component", w, 256, component));
+  if (!component.empty()) t.components.push_back(component);
+  if (auto it = j.find("components"); it != j.end()) {
+    if (!it->is_array()) return Bad(w + ".components", "expected a list of component ids");
+    for (const Json& c : *it) {
+      if (!c.is_string() || c.get<std::string>().empty()) return Bad(w + ".components", "expected component ids");
+      t.components.push_back(c.get<std::string>());
+    }
+  }
+  for (const std::string& c : t.components) {
+    if (!ParseComponentId(c)) return Bad(w + ".component", "not a component id: '" + c + "'");
+  }
+  FL_TRY(ReadNumber(j, "start_s", w, 0, kMaxDurationS, t.start_s));
+  FL_TRY(ReadBool(j, "slow", w, t.slow));
+  return Status::Ok();
+}
+
+Status ParseFault(const Json& j, size_t index, const NodeSpec& node, NodeFault& f) {
+  const std::string w = "faults[" + std::to_string(index) + "]";
+  FL_TRY(CheckKeys(j, w, {"at", "until", "fault", "gpu", "gpus", "link", "psu", "psus", "fan", "nvswitch", "hca",
+                          "nic", "value", "ramp_s", "count", "every_s", "xid", "width", "speed_gts", "text",
+                          "severity"}));
+  std::string kind;
+  FL_TRY(ReadString(j, "fault", w, 64, kind));
+  auto k = ParseNodeFaultKind(kind);
+  if (!k) return Bad(w + ".fault", kind.empty() ? "missing" : "unknown fault kind '" + kind + "'");
+  f.kind = *k;
+  if (!j.contains("at")) return Bad(w + ".at", "missing");
+  FL_TRY(ReadNumber(j, "at", w, 0, kMaxDurationS, f.at));
+  if (j.contains("until")) {
+    double until = 0;
+    FL_TRY(ReadNumber(j, "until", w, 0, kMaxDurationS, until));
+    if (until <= f.at) return Bad(w + ".until", "must be after 'at'");
+    f.until = until;
+  }
+  for (std::string_view key : RequiredParams().at(f.kind)) {
+    if (!j.contains(std::string(key))) return Bad(w + "." + std::string(key), "required by fault '" + kind + "'");
+  }
+  FL_TRY(ReadInt(j, "gpu", w, 0, node.gpus - 1, f.gpu));
+  FL_TRY(ReadIntList(j, "gpus", w, node.gpus - 1, f.gpus));
+  FL_TRY(ReadInt(j, "link", w, 0, 17, f.link));
+  FL_TRY(ReadInt(j, "psu", w, 1, node.psus, f.psu));
+  FL_TRY(ReadIntList(j, "psus", w, node.psus, f.psus));
+  for (int p : f.psus) {
+    if (p < 1) return Bad(w + ".psus", "power supplies are numbered from 1");
+  }
+  FL_TRY(ReadInt(j, "fan", w, 1, node.fans, f.fan));
+  FL_TRY(ReadInt(j, "nvswitch", w, 0, 3, f.nvswitch));
+  FL_TRY(ReadInt(j, "hca", w, 0, 7, f.hca));
+  FL_TRY(ReadInt(j, "nic", w, 0, 1, f.nic));
+  FL_TRY(ReadNumber(j, "value", w, -1e9, 1e9, f.value));
+  FL_TRY(ReadNumber(j, "ramp_s", w, 0, kMaxDurationS, f.ramp_s));
+  FL_TRY(ReadInt(j, "count", w, 1, 100000, f.count));
+  FL_TRY(ReadNumber(j, "every_s", w, 0, kMaxDurationS, f.every_s));
+  FL_TRY(ReadInt(j, "xid", w, 1, 1000, f.xid));
+  FL_TRY(ReadInt(j, "width", w, 0, 32, f.width));
+  FL_TRY(ReadNumber(j, "speed_gts", w, 0, 128, f.speed_gts));
+  FL_TRY(ReadString(j, "text", w, 1024, f.text));
+  FL_TRY(ReadString(j, "severity", w, 16, f.severity));
+  if (f.severity != "OK" && f.severity != "Warning" && f.severity != "Critical") {
+    return Bad(w + ".severity", "expected OK, Warning or Critical");
+  }
+  if (f.text.find_first_of("\r\n") != std::string::npos) return Bad(w + ".text", "must be one line");
+  return Status::Ok();
+}
+
+Status ParseTop(const Json& j, NodeScenario& sc) {
+  FL_TRY(CheckKeys(j, "scenario", {"name", "description", "duration_s", "seed", "node", "noise", "workload",
+                                   "truth", "faults"}));
+  FL_TRY(ReadString(j, "name", "scenario", 128, sc.name));
+  if (sc.name.empty()) return Bad("scenario.name", "missing");
+  FL_TRY(ReadString(j, "description", "scenario", 4096, sc.description));
+  FL_TRY(ReadNumber(j, "duration_s", "scenario", 10, kMaxDurationS, sc.duration_s));
+  double seed = 1;
+  FL_TRY(ReadNumber(j, "seed", "scenario", 0, 4294967295.0, seed));
+  sc.seed = static_cast<uint64_t>(seed);
+  if (auto it = j.find("node"); it != j.end()) FL_TRY(ParseNode(*it, sc.node));
+  if (auto it = j.find("noise"); it != j.end()) FL_TRY(ParseNoise(*it, sc.noise));
+  if (auto it = j.find("workload"); it != j.end()) FL_TRY(ParseWorkload(*it, sc.workload));
+  auto truth = j.find("truth");
+  if (truth == j.end()) return Bad("scenario.truth", "missing (every scenario states its ground truth)");
+  FL_TRY(ParseTruth(*truth, sc.truth));
+  if (auto it = j.find("faults"); it != j.end()) {
+    if (!it->is_array()) return Bad("scenario.faults", "expected a list");
+    if (it->size() > kMaxFaults) return Bad("scenario.faults", "more than 1000 faults");
+    for (size_t i = 0; i < it->size(); ++i) {
+      NodeFault f;
+      FL_TRY(ParseFault((*it)[i], i, sc.node, f));
+      sc.faults.push_back(std::move(f));
+    }
+  }
+  std::stable_sort(sc.faults.begin(), sc.faults.end(),
+                   [](const NodeFault& a, const NodeFault& b) { return a.at < b.at; });
+  return Status::Ok();
+}
+
+#undef FL_TRY
+
+}  // namespace
+
+std::string_view ToString(NodeFaultKind kind) {
+  for (const KindName& k : kKinds) {
+    if (k.kind == kind) return k.name;
+  }
+  return "unknown";
+}
+
+std::optional<NodeFaultKind> ParseNodeFaultKind(std::string_view name) {
+  for (const KindName& k : kKinds) {
+    if (k.name == name) return k.kind;
+  }
+  return std::nullopt;
+}
+
+Result<NodeScenario> ParseNodeScenario(std::string_view text) {
+  if (text.size() > kMaxScenarioBytes) {
+    return Status(StatusCode::kInvalidArgument, "scenario larger than 1 MiB");
+  }
+  auto json = YamlToJson(text, 32, 200000);
+  if (!json.ok()) return json.status();
+  NodeScenario sc;
+  if (Status s = ParseTop(*json, sc); !s.ok()) return s;
+  return sc;
+}
+
+Result<NodeScenario> LoadNodeScenario(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status(StatusCode::kNotFound, path + ": cannot open");
+  std::string text;
+  text.resize(kMaxScenarioBytes + 1);
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  auto sc = ParseNodeScenario(text);
+  if (!sc.ok()) return Status(sc.status().code(), path + ": " + sc.status().message());
+  return sc;
+}
+
+}  // namespace faultline::sim

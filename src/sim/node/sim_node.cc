@@ -1,0 +1,352 @@
+#include "sim/node/sim_node.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/time.h"
+#include "sim/node/bmc_tree.h"
+
+namespace faultline::sim {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+Status WriteAtomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return Status(StatusCode::kIoError, tmp + ": cannot write");
+    out << text;
+    if (!out.flush()) return Status(StatusCode::kIoError, tmp + ": write failed");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) return Status(StatusCode::kIoError, path + ": rename failed");
+  return Status::Ok();
+}
+
+Status Append(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::app);
+  if (!out) return Status(StatusCode::kIoError, path + ": cannot append");
+  out << text;
+  if (!out.flush()) return Status(StatusCode::kIoError, path + ": append failed");
+  return Status::Ok();
+}
+
+// The NVML "PCI bus id" form of a sysfs BDF: 8-digit domain.
+std::string NvmlBusId(const std::string& bdf) { return "0000" + bdf; }
+
+Json GpuJson(const SimGpu& g, int index, const NodeLayout& layout, bool row_remap) {
+  Json j;
+  j["name"] = "NVIDIA H200";
+  j["uuid"] = layout.GpuUuid(index);
+  j["serial"] = layout.GpuSerial(index);
+  j["pci_bus_id"] = NvmlBusId(layout.gpu_bdfs.at(static_cast<size_t>(index)));
+  j["ecc"] = {{"volatile", {{"corrected", g.sbe_volatile}, {"uncorrected", g.dbe_volatile}}},
+              {"aggregate", {{"corrected", g.sbe_aggregate}, {"uncorrected", g.dbe_aggregate}}}};
+  j["ecc_locations"] = {
+      {"volatile",
+       {{"corrected", {{"dram", g.sbe_volatile}, {"sram", 0}}},
+        {"uncorrected", {{"dram", g.dbe_volatile - g.sram_uncorrected}, {"sram", g.sram_uncorrected}}}}}};
+  if (row_remap) {
+    j["remapped_rows"] = {{"correctable", g.remap_correctable},
+                          {"uncorrectable", g.remap_uncorrectable},
+                          {"pending", g.remap_pending},
+                          {"failure", g.remap_failure}};
+  } else {
+    j["retired_pages"] = {{"sbe", g.retired_sbe}, {"dbe", g.retired_dbe}, {"pending", g.retired_pending}};
+  }
+  j["temperature"] = {{"gpu", static_cast<uint32_t>(std::max(0.0, g.temp_gpu))},
+                      {"memory", static_cast<uint32_t>(std::max(0.0, g.temp_mem))},
+                      {"slowdown", 87},
+                      {"shutdown", 92}};
+  j["power"] = {{"usage_mw", static_cast<uint32_t>(g.power_w * 1000)}, {"limit_mw", 700000}};
+  j["clocks"] = {{"sm", static_cast<uint32_t>(g.clock_sm)}, {"mem", static_cast<uint32_t>(g.clock_mem)}};
+  j["clock_event_reasons"] = g.reasons;
+  j["pcie"] = {{"replay", g.pcie_replay}, {"gen", g.pcie_gen}, {"max_gen", 5}, {"width", g.pcie_width},
+               {"max_width", 16}};
+  Json links = Json::array();
+  for (const SimLink& l : g.links) {
+    links.push_back({{"active", l.active}, {"crc_flit", l.crc_flit}, {"crc_data", l.crc_data},
+                     {"replay", l.replay}, {"recovery", l.recovery}});
+  }
+  j["nvlink"] = std::move(links);
+  if (g.lost) j["lost"] = "GPU_IS_LOST";
+  return j;
+}
+
+}  // namespace
+
+SimNode::SimNode(const NodeScenario& scenario, SimNodeOptions options)
+    : options_(std::move(options)), scenario_(scenario) {}
+
+SimNode::~SimNode() {
+  if (bmc_) bmc_->Stop();
+}
+
+Result<std::unique_ptr<SimNode>> SimNode::Create(const NodeScenario& scenario, const SimNodeOptions& options) {
+  if (options.workdir.empty()) return Status(StatusCode::kInvalidArgument, "simulator: no work directory");
+  std::unique_ptr<SimNode> node(new SimNode(scenario, options));
+  if (Status s = node->Init(); !s.ok()) return s;
+  return node;
+}
+
+std::string SimNode::bmc_url() const { return bmc_ ? bmc_->base_url() : ""; }
+std::string SimNode::bmc_ca_file() const { return bmc_ ? bmc_->ca_cert_path() : ""; }
+
+std::string SimNode::PcieParentOf(const std::string& bdf) const {
+  const FakePcieDevice* d = tree_->Find(bdf);
+  return d ? d->parent : "";
+}
+
+void SimNode::Note(const Status& s) {
+  if (!s.ok() && stats_.errors.size() < 100) stats_.errors.push_back(s.ToString());
+}
+
+Status SimNode::Init() {
+  std::error_code ec;
+  const std::string dir = options_.workdir;
+  fs::create_directories(dir, ec);
+  if (ec) return Status(StatusCode::kIoError, dir + ": " + ec.message());
+  kmsg_path_ = dir + "/kmsg.log";
+  nvml_path_ = dir + "/nvml-state.json";
+  workload_path_ = dir + "/workload.log";
+  sysfs_root_ = dir + "/sysfs";
+  password_path_ = dir + "/bmc-password";
+  bmc_dir_ = dir + "/bmc";
+  for (const std::string& p : {kmsg_path_, workload_path_}) {
+    if (Status s = WriteAtomically(p, ""); !s.ok()) return s;
+  }
+  fs::remove_all(sysfs_root_, ec);
+  auto tree = FakeSysfsTree::Create(sysfs_root_, FakeSysfsOptions{.gpus = scenario_.node.gpus});
+  if (!tree.ok()) return tree.status();
+  tree_ = std::make_unique<FakeSysfsTree>(std::move(tree).value());
+
+  NodeLayout layout;
+  layout.gpu_bdfs = tree_->Bdfs("gpu");
+  layout.nvswitch_bdfs = tree_->Bdfs("nvswitch");
+  for (const FakePcieDevice& d : tree_->devices()) {
+    if (d.role != "nic") continue;
+    const int n = std::stoi(d.ib_device.substr(5));
+    if (n < FakeSysfsOptions{}.ib_hcas) {
+      layout.hca_bdfs.push_back(d.bdf);
+      layout.hca_names.push_back(d.ib_device);
+    } else {
+      layout.nic_bdfs.push_back(d.bdf);
+    }
+  }
+  model_ = std::make_unique<NodeModel>(scenario_, std::move(layout));
+  sysfs_gpu_ = model_->state().gpu_pcie;
+  sysfs_nic_ = model_->state().nic_pcie;
+  sysfs_ib_ = model_->state().ib;
+
+  if (scenario_.node.bmc) {
+    fs::remove_all(bmc_dir_, ec);
+    if (Status s = WriteBmcTree(bmc_dir_, model_->state(), options_.time.Utc(0)); !s.ok()) return s;
+    MockBmcOptions o;
+    o.mockup_dir = bmc_dir_;
+    o.worker_threads = 4;
+    auto bmc = MockBmc::Start(o);
+    if (!bmc.ok()) return bmc.status();
+    bmc_ = std::move(bmc).value();
+    if (Status s = WriteAtomically(password_path_, o.password + "\n"); !s.ok()) return s;
+    ::chmod(password_path_.c_str(), 0600);
+  }
+  if (Status s = WriteBootLog(); !s.ok()) return s;
+  return AdvanceTo(0);
+}
+
+// What a node's kernel log says at boot: the driver and each GPU's identity (which lets
+// the kernel-log layer join bus addresses to UUIDs and serials).
+Status SimNode::WriteBootLog() {
+  const NodeLayout& l = model_->layout();
+  std::string out;
+  auto line = [&](int level, double uptime_s, const std::string& text) {
+    char head[64];
+    std::snprintf(head, sizeof(head), "%d,%llu,%lld,-;", level, static_cast<unsigned long long>(kmsg_seq_++),
+                  static_cast<long long>(uptime_s * 1e6));
+    out += head + text + "\n";
+  };
+  const double boot_s = static_cast<double>(options_.time.boot_ns) / 1e9;
+  line(6, 12.9, "nvidia: module license 'NVIDIA' taints kernel.");
+  line(6, 13.5, "NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.90.07  Fri May 31 09:35:42 UTC 2024");
+  for (size_t i = 0; i < l.gpu_bdfs.size(); ++i) {
+    const std::string bdf = l.gpu_bdfs[i].substr(0, l.gpu_bdfs[i].rfind('.'));
+    line(6, 20.0 + 0.01 * static_cast<double>(i), "NVRM: GPU at PCI:" + bdf + ": " + l.GpuUuid(static_cast<int>(i)));
+    line(6, 20.0 + 0.01 * static_cast<double>(i) + 0.001,
+         "NVRM: GPU Board Serial Number: " + l.GpuSerial(static_cast<int>(i)));
+  }
+  line(6, std::max(30.0, boot_s - 1), "systemd[1]: Started faultline-sim-node.service.");
+  stats_.kmsg_lines += kmsg_seq_;
+  return Append(kmsg_path_, out);
+}
+
+Status SimNode::AdvanceTo(double t) {
+  model_->AdvanceTo(t, options_.tick_s);
+  for (SimKmsg& k : model_->TakeKmsg()) pending_kmsg_.push_back(std::move(k));
+  for (SimSel& s : model_->TakeSel()) pending_sel_.push_back(std::move(s));
+  Status first;
+  for (Status s : {PublishKmsg(), PublishNvml(), PublishSysfs(), PublishBmc(), PublishWorkload()}) {
+    Note(s);
+    if (first.ok() && !s.ok()) first = s;
+  }
+  return first;
+}
+
+Status SimNode::PublishKmsg() {
+  const double now = model_->state().t;
+  std::stable_sort(pending_kmsg_.begin(), pending_kmsg_.end(),
+                   [](const SimKmsg& a, const SimKmsg& b) { return a.t < b.t; });
+  std::string out;
+  size_t done = 0;
+  for (; done < pending_kmsg_.size() && pending_kmsg_[done].t <= now; ++done) {
+    const SimKmsg& k = pending_kmsg_[done];
+    char head[64];
+    const auto usec = static_cast<long long>(options_.time.Boot(k.t) / 1000);
+    std::snprintf(head, sizeof(head), "%d,%llu,%lld,-;", k.level, static_cast<unsigned long long>(kmsg_seq_++), usec);
+    out += head + k.text + "\n";
+  }
+  pending_kmsg_.erase(pending_kmsg_.begin(), pending_kmsg_.begin() + static_cast<std::ptrdiff_t>(done));
+  if (out.empty()) return Status::Ok();
+  stats_.kmsg_lines += done;
+  return Append(kmsg_path_, out);
+}
+
+Status SimNode::PublishNvml() {
+  const NodeState& s = model_->state();
+  Json gpus = Json::array();
+  for (size_t i = 0; i < s.gpus.size(); ++i) {
+    gpus.push_back(GpuJson(s.gpus[i], static_cast<int>(i), model_->layout(), scenario_.node.row_remap));
+  }
+  Json state = {{"gpus", std::move(gpus)}};
+  for (const NodeFault& f : scenario_.faults) {
+    // A driver/library version mismatch: NVML cannot initialise (RM version mismatch).
+    if (f.kind == NodeFaultKind::kDriverMismatch && f.at <= s.t) state["errors"] = {{"nvmlInit_v2", 18}};
+  }
+  std::string text = state.dump();
+  if (text == last_nvml_) return Status::Ok();
+  last_nvml_ = text;
+  ++stats_.nvml_writes;
+  return WriteAtomically(nvml_path_, text);
+}
+
+Status SimNode::PublishSysfs() {
+  const NodeState& s = model_->state();
+  const NodeLayout& l = model_->layout();
+  Status first;
+  auto note = [&first](Status st) {
+    if (first.ok() && !st.ok()) first = st;
+  };
+  auto sync_link = [&](const std::string& bdf, const SimPcieLink& want, SimPcieLink& have, bool mirror_upstream) {
+    if (want.speed_gts != have.speed_gts || want.width != have.width) {
+      note(tree_->SetLink(bdf, want.speed_gts, want.width));
+    }
+    if (want.aer_corrected > have.aer_corrected) {
+      const uint64_t delta = want.aer_corrected - have.aer_corrected;
+      note(tree_->AddAer(bdf, "correctable", "BadTLP", delta));
+      // A link-level problem is seen from both ends: the switch's downstream port too.
+      if (mirror_upstream) {
+        if (const FakePcieDevice* d = tree_->Find(bdf); d && !d->parent.empty()) {
+          note(tree_->AddAer(d->parent, "correctable", "BadDLLP", delta));
+        }
+      }
+    }
+    have = want;
+  };
+  for (size_t i = 0; i < s.gpu_pcie.size(); ++i) {
+    const bool replay_fault = std::any_of(scenario_.faults.begin(), scenario_.faults.end(), [&](const NodeFault& f) {
+      return f.kind == NodeFaultKind::kPcieReplay && f.gpu == static_cast<int>(i) && f.at <= s.t;
+    });
+    sync_link(l.gpu_bdfs[i], s.gpu_pcie[i], sysfs_gpu_[i], replay_fault);
+  }
+  for (size_t i = 0; i < s.nic_pcie.size() && i < l.nic_bdfs.size(); ++i) {
+    SimPcieLink want = s.nic_pcie[i];
+    want.speed_gts = sysfs_nic_[i].speed_gts;  // NICs keep their trained link
+    want.width = sysfs_nic_[i].width;
+    sync_link(l.nic_bdfs[i], want, sysfs_nic_[i], false);
+  }
+  for (size_t i = 0; i < s.ib.size(); ++i) {
+    const SimIbPort& want = s.ib[i];
+    SimIbPort& have = sysfs_ib_[i];
+    const std::string& dev = l.hca_names[i];
+    if (want.state != have.state || want.phys_state != have.phys_state) {
+      note(tree_->SetIbState(dev, want.state, want.phys_state));
+    }
+    if (want.symbol_error != have.symbol_error) note(tree_->SetIbCounter(dev, "symbol_error", want.symbol_error));
+    if (want.rcv_error != have.rcv_error) note(tree_->SetIbCounter(dev, "port_rcv_errors", want.rcv_error));
+    if (want.link_downed != have.link_downed) note(tree_->SetIbCounter(dev, "link_downed", want.link_downed));
+    have = want;
+  }
+  return first;
+}
+
+Status SimNode::PublishBmc() {
+  if (!bmc_) {
+    pending_sel_.clear();
+    return Status::Ok();
+  }
+  const NodeState& s = model_->state();
+  Status first;
+  auto note = [&first](Status st) {
+    if (first.ok() && !st.ok()) first = st;
+  };
+  note(bmc_->SetValue("/redfish/v1/Managers/BMC", "/DateTime", Json(FormatIso8601(options_.time.Utc(s.t))).dump()));
+  BmcResources r = RenderBmcResources(s);
+  auto set_all = [&](const std::string& uri, const Json& doc, std::string& last) {
+    std::string text = doc.dump();
+    if (text == last) return;
+    last = std::move(text);
+    for (const auto& item : doc.items()) note(bmc_->SetValue(uri, "/" + item.key(), item.value().dump()));
+  };
+  set_all(kBmcPowerUri, r.power, last_power_);
+  set_all(kBmcThermalUri, r.thermal, last_thermal_);
+  const std::string coolant = r.coolant.dump() + r.leak.dump() + r.pumps.dump();
+  if (coolant != last_coolant_) {
+    last_coolant_ = coolant;
+    note(bmc_->SetValue(kBmcCoolantUri, "/Members", r.coolant.dump()));
+    note(bmc_->SetValue(kBmcLeakUri, "/Members", r.leak.dump()));
+    note(bmc_->SetValue(kBmcPumpsUri, "/Members", r.pumps.dump()));
+  }
+  std::stable_sort(pending_sel_.begin(), pending_sel_.end(),
+                   [](const SimSel& a, const SimSel& b) { return a.t < b.t; });
+  size_t done = 0;
+  for (; done < pending_sel_.size() && pending_sel_[done].t <= s.t; ++done) {
+    const SimSel& e = pending_sel_[done];
+    const std::string when = FormatIso8601(options_.time.Utc(e.t));
+    auto id = bmc_->AppendMember(kBmcSelUri, SelEntryJson(e, when).dump());
+    if (!id.ok()) {
+      note(id.status());
+      continue;
+    }
+    ++stats_.sel_entries;
+    BmcEvent ev;
+    ev.message_id = e.message_id;
+    ev.message = e.message;
+    ev.severity = e.severity;
+    ev.timestamp = when;
+    ev.origin = SelOrigin(e);
+    if (!e.message_id.empty()) bmc_->PushEvent(ev);
+  }
+  pending_sel_.erase(pending_sel_.begin(), pending_sel_.begin() + static_cast<std::ptrdiff_t>(done));
+  return first;
+}
+
+Status SimNode::PublishWorkload() {
+  std::string out;
+  for (const NodeModel::StepReport& st : model_->TakeSteps()) {
+    char line[256];
+    std::snprintf(line, sizeof(line), "job=%s step=%llu step_time_s=%.4f time=%.3f\n", scenario_.workload.job.c_str(),
+                  static_cast<unsigned long long>(st.step), st.step_time_s,
+                  static_cast<double>(options_.time.Utc(st.t)) / 1e9);
+    out += line;
+    ++stats_.step_reports;
+  }
+  if (out.empty()) return Status::Ok();
+  return Append(workload_path_, out);
+}
+
+}  // namespace faultline::sim

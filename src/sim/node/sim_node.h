@@ -1,0 +1,102 @@
+// One simulated node served through the real interfaces (DESIGN.md "Simulator"):
+//  - out-of-band: a mock Redfish BMC over HTTPS on loopback (sim/mock_bmc), serving a
+//    tree generated for this node (Power, Thermal, coolant loop, leak detectors, SEL);
+//  - GPU: the fake NVML library's JSON state file ($FAKE_NVML_STATE), rewritten atomically;
+//  - kernel log: a file of /dev/kmsg records ("prio,seq,usec,-;text");
+//  - fabric: a fake sysfs tree (sim/fake_sysfs) with PCIe AER/link and InfiniBand files;
+//  - workload: a file of step-time reports, as a training job appends them.
+// An agent pointed at these (agent_config_for() in sim/harness) runs unchanged.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "sim/fake_sysfs/fake_sysfs.h"
+#include "sim/mock_bmc/mock_bmc.h"
+#include "sim/node/node_model.h"
+
+namespace faultline::sim {
+
+// Maps scenario seconds to the clocks the interfaces stamp: UTC and CLOCK_BOOTTIME.
+// speed > 1 fast-forwards (the real-time mode runs `speed` scenario seconds per second).
+struct SimTimebase {
+  int64_t epoch_ns = 0;  // UTC at scenario time 0
+  int64_t boot_ns = 0;   // CLOCK_BOOTTIME at scenario time 0
+  double speed = 1.0;
+  int64_t Utc(double t) const { return epoch_ns + static_cast<int64_t>(t / speed * 1e9); }
+  int64_t Boot(double t) const { return boot_ns + static_cast<int64_t>(t / speed * 1e9); }
+};
+
+struct SimNodeOptions {
+  std::string workdir;  // created if absent; holds every file the node serves
+  SimTimebase time;
+  double tick_s = 1.0;  // model resolution
+};
+
+struct SimNodeStats {
+  uint64_t kmsg_lines = 0;
+  uint64_t sel_entries = 0;
+  uint64_t step_reports = 0;
+  uint64_t nvml_writes = 0;
+  std::vector<std::string> errors;  // interface updates that failed (should stay empty)
+};
+
+class SimNode {
+ public:
+  static Result<std::unique_ptr<SimNode>> Create(const NodeScenario& scenario, const SimNodeOptions& options);
+  ~SimNode();
+  SimNode(const SimNode&) = delete;
+  SimNode& operator=(const SimNode&) = delete;
+
+  // Moves the model to scenario time `t` and publishes the new state on every interface.
+  Status AdvanceTo(double t);
+
+  const NodeModel& model() const { return *model_; }
+  const SimTimebase& time() const { return options_.time; }
+  const SimNodeStats& stats() const { return stats_; }
+  double now() const { return model_->state().t; }
+
+  // Where an agent finds the node.
+  const std::string& kmsg_path() const { return kmsg_path_; }
+  const std::string& nvml_state_path() const { return nvml_path_; }
+  const std::string& sysfs_root() const { return sysfs_root_; }
+  const std::string& workload_path() const { return workload_path_; }
+  std::string bmc_url() const;     // "" when the node has no BMC
+  std::string bmc_ca_file() const;
+  std::string bmc_user() const { return "admin"; }
+  const std::string& bmc_password_file() const { return password_path_; }
+  // The PCIe port above a device ("" when none): both ends of its link.
+  std::string PcieParentOf(const std::string& bdf) const;
+
+ private:
+  SimNode(const NodeScenario& scenario, SimNodeOptions options);
+  Status Init();
+  Status WriteBootLog();
+  Status PublishKmsg();
+  Status PublishNvml();
+  Status PublishSysfs();
+  Status PublishBmc();
+  Status PublishWorkload();
+  void Note(const Status& s);
+
+  SimNodeOptions options_;
+  NodeScenario scenario_;
+  std::unique_ptr<NodeModel> model_;
+  std::unique_ptr<FakeSysfsTree> tree_;
+  std::unique_ptr<MockBmc> bmc_;
+  std::string kmsg_path_, nvml_path_, sysfs_root_, workload_path_, password_path_, bmc_dir_;
+  uint64_t kmsg_seq_ = 0;
+  std::vector<SimKmsg> pending_kmsg_;  // lines whose time has not come yet
+  std::vector<SimSel> pending_sel_;
+  // What the sysfs tree holds now (so only changes are written).
+  std::vector<SimPcieLink> sysfs_gpu_, sysfs_nic_;
+  std::vector<SimIbPort> sysfs_ib_;
+  std::string last_nvml_;
+  std::string last_power_, last_thermal_, last_coolant_;
+  SimNodeStats stats_;
+};
+
+}  // namespace faultline::sim
