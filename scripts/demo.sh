@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
-# The main job on the embedded default: diagnose each sample node log in examples/.
+# The main job on the embedded default: "this node got slow: why?"
+# Starts the simulated HGX node of scenarios/demo-psu-degrading-power-brake.yaml (a
+# degrading PSU makes the board brake every GPU while a user job logs a harmless XID 13),
+# serves it through the mock Redfish BMC, the fake NVML library, a kmsg-format log, a fake
+# sysfs tree and the job's step-time reports, runs the agent against it, and prints the
+# diagnosis with its evidence chain and what was ruled out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-build/faultline}
-for log in examples/*.dmesg examples/*.journal examples/*.kmsg; do
-  echo "################ $log"
-  "$bin" diagnose --gpu-map examples/gpu-map.json "$log"
-done
+"$bin" sim --scenario scenarios/demo-psu-degrading-power-brake.yaml --agent
+echo
+echo "More: scenarios/ holds $(ls scenarios/*.yaml | wc -l) scenarios;" \
+  "'$bin bench accuracy --scenarios scenarios' scores them all;" \
+  "'$bin diagnose examples/gpu-fell-off-bus.dmesg' reads a saved kernel log."

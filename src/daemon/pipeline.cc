@@ -2,27 +2,13 @@
 
 #include <algorithm>
 
-#include "engine/detect/fabric_detectors.h"
-#include "engine/detect/gpu_detectors.h"
-#include "engine/detect/kernel_detector.h"
-#include "engine/detect/oob_detectors.h"
+#include "engine/offline/offline.h"
 #include "sources/workload/slowdown.h"
 #include "store/store.h"
 
 namespace faultline::daemon {
 namespace {
 
-std::vector<std::unique_ptr<Detector>> MakeAllDetectors(const Topology* topology) {
-  std::vector<std::unique_ptr<Detector>> all;
-  all.push_back(std::make_unique<KernelDetector>());
-  auto add = [&all](std::vector<std::unique_ptr<Detector>> more) {
-    for (auto& d : more) all.push_back(std::move(d));
-  };
-  add(MakeGpuDetectors());
-  add(MakeOobDetectors());
-  add(MakeFabricDetectors(FabricOptions{}, topology));
-  return all;
-}
 
 // A finding is re-stored only when something a reader would act on changed.
 bool SameForStorage(const Finding& a, const Finding& b) {

@@ -81,6 +81,24 @@ TEST_F(GpuDetectMemoryTest, SramLocationIsGpuSramNotHbm) {
   EXPECT_EQ(Attr(f[0], "location"), "l2");
 }
 
+TEST_F(GpuDetectMemoryTest, TotalCounterRepeatingAnSramErrorIsNotHbm) {
+  // NVML's total counts the SRAM error too; with per-location counters (dram included)
+  // the locations decide, so one SRAM error is one gpu_sram finding and no HBM one.
+  for (int64_t t : {kT0, kT0 + kMin}) {
+    const double n = t == kT0 ? 0 : 1;
+    Feed(ObsKind::kEccDbe, 2, t, n, {{"counter", "volatile"}});
+    Feed(ObsKind::kEccDbe, 2, t, n, {{"counter", "aggregate"}});
+    Feed(ObsKind::kEccDbe, 2, t, 0, {{"counter", "volatile"}, {"location", "dram"}});
+    Feed(ObsKind::kEccDbe, 2, t, n, {{"counter", "volatile"}, {"location", "sram"}});
+  }
+  EXPECT_TRUE(Of(*det_, FaultClass::kHbmUncorrectable).empty());
+  EXPECT_EQ(Of(*det_, FaultClass::kGpuSram).size(), 1u);
+  // An HBM error shows on the dram location and is still HBM.
+  Feed(ObsKind::kEccDbe, 2, kT0 + 2 * kMin, 2, {{"counter", "volatile"}});
+  Feed(ObsKind::kEccDbe, 2, kT0 + 2 * kMin, 1, {{"counter", "volatile"}, {"location", "dram"}});
+  EXPECT_EQ(Of(*det_, FaultClass::kHbmUncorrectable).size(), 1u);
+}
+
 TEST_F(GpuDetectMemoryTest, DbeWithRemapFailureDrainsInsteadOfReset) {
   Dbe(4, kT0, 1);
   EXPECT_EQ(Of(*det_, FaultClass::kHbmUncorrectable)[0].action, Action::kResetGpu);

@@ -249,5 +249,25 @@ TEST(KernelDetectTest, IgnoresObservationsFromOtherSources) {
   EXPECT_TRUE(d.Findings().empty());
 }
 
+TEST(KernelDetectTest, Xid31FromOneProgramRestartedIsStillTheProgram) {
+  // The scheduler restarts the job: new pids, same program, same MMU fault.
+  std::string log = Xid(100, "0000:b5:00", 31, "4242", "train.py", "MMU Fault") +
+                    Xid(400, "0000:b5:00", 31, "5353", "train.py", "MMU Fault") +
+                    Xid(700, "0000:b5:00", 31, "6464", "train.py", "MMU Fault");
+  auto fs = Detect(log);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].fault_class, FaultClass::kUserApplication);
+  EXPECT_EQ(fs[0].action, Action::kNotifyUser);
+}
+
+TEST(KernelDetectTest, Xid31FromDifferentProgramsOnOneGpuSuspectsHardware) {
+  std::string log = Xid(100, "0000:b5:00", 31, "4242", "train.py", "MMU Fault") +
+                    Xid(400, "0000:b5:00", 31, "5353", "dcgmproftester", "MMU Fault");
+  auto fs = Detect(log);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].fault_class, FaultClass::kGpuSram);
+  EXPECT_EQ(fs[0].attrs.at("suspect"), "hardware");
+}
+
 }  // namespace
 }  // namespace faultline

@@ -123,6 +123,23 @@ TEST(OobDetect, PowerRedundancyLost) {
   EXPECT_NE(f[0].summary.find("redundancy"), std::string::npos);
 }
 
+TEST(OobDetect, RedundancyLostWithEveryPsuHealthyIsInsufficientPower) {
+  // Four healthy PSUs, and the BMC says redundancy is gone: the load outgrew them.
+  auto d = MakeOobPowerDetector({});
+  for (const char* id : {"PSU1", "PSU2", "PSU3", "PSU4"}) {
+    d->Observe(Obs(ObsKind::kPsuState, Psu(id), 0, {{"health", "OK"}, {"state", "Enabled"}}));
+  }
+  d->Observe(Obs(ObsKind::kHealth, Chassis(), 2, {{"scope", "power"}, {"health", "Critical"}}, kT0 + kNsPerSec));
+  EXPECT_TRUE(Of(d->Findings(), FaultClass::kPowerSupply).empty());
+  auto f = Of(d->Findings(), FaultClass::kPowerInsufficient);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].action, Action::kFacilityTicket);
+  // Once a PSU has failed, lost redundancy is that PSU's doing.
+  d->Observe(Obs(ObsKind::kPsuState, Psu("PSU2"), 2, {{"health", "Critical"}}, kT0 + 2 * kNsPerSec));
+  d->Observe(Obs(ObsKind::kHealth, Chassis(), 2, {{"scope", "power"}, {"health", "Critical"}}, kT0 + 3 * kNsPerSec));
+  EXPECT_FALSE(Of(d->Findings(), FaultClass::kPowerSupply).empty());
+}
+
 TEST(OobDetect, InletAboveThresholdsWithHysteresis) {
   auto d = MakeOobThermalDetector({});
   auto inlet = [&](double t, int64_t at) {

@@ -171,6 +171,30 @@ TEST(IsolateCausal, CoolantLeakExplainsTheDegradedLoop) {
   EXPECT_EQ(ds[0].component.Id(), "coolant/loop1");
 }
 
+TEST(IsolateCausal, LeakDetectorOnTheLoopExplainsItsDegradation) {
+  // The BMC names the leak detector, not the loop: still the same loop (it carries no
+  // other loop), so the leak explains the loop's rising temperatures.
+  IsolateInput in = AllLayers();
+  in.findings = {Make(Layer::kOob, FaultClass::kCoolingDegraded, Ref(ComponentType::kCoolant, "Loop1"), kT0 + kMin),
+                 Make(Layer::kOob, FaultClass::kCoolantLeak, Ref(ComponentType::kCoolant, "leak-ColdPlate"), kT0)
+                     .Sev(Severity::kCritical)};
+  const auto ds = Isolate(in);
+  ASSERT_EQ(ds.size(), 1u);
+  EXPECT_EQ(ds[0].fault_class, FaultClass::kCoolantLeak);
+  EXPECT_EQ(ds[0].component.Id(), "coolant/leak-ColdPlate");
+}
+
+TEST(IsolateCausal, FailedPumpAndItsHotLoopAreOneFaultNamedByThePump) {
+  IsolateInput in = AllLayers();
+  in.findings = {Make(Layer::kOob, FaultClass::kCoolingDegraded, Ref(ComponentType::kCoolant, "pump-PUMP1"), kT0),
+                 Make(Layer::kOob, FaultClass::kCoolingDegraded, Ref(ComponentType::kCoolant, "Loop1"), kT0 + kMin),
+                 Make(Layer::kGpu, FaultClass::kGpuThermal, Gpu3(), kT0 + 2 * kMin)};
+  const auto ds = Isolate(in);
+  ASSERT_EQ(ds.size(), 1u);
+  EXPECT_EQ(ds[0].fault_class, FaultClass::kCoolingDegraded);
+  EXPECT_EQ(ds[0].component.Id(), "coolant/pump-PUMP1");
+}
+
 TEST(IsolateCausal, CoolingOnAnotherLoopDoesNotExplainAGpu) {
   IsolateInput in = AllLayers();
   in.findings = {Make(Layer::kOob, FaultClass::kCoolingDegraded, Ref(ComponentType::kCoolant, "loopA"), kT0),

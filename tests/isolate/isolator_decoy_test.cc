@@ -87,6 +87,14 @@ TEST(IsolateDecoy, PsuSagPlusUnrelatedSegfaultGivesTwoIndependentDiagnoses) {
   EXPECT_EQ(ds[1].fault_class, FaultClass::kUserApplication);
   EXPECT_EQ(ds[1].action, Action::kNotifyUser);
   EXPECT_TRUE(ds[1].ruled_out.empty());  // the ruled-out list rides on the primary only
+  // The segfault is the program's: the os layer's hardware is still ruled out, saying so.
+  bool os_ruled_out = false;
+  for (const RuledOut& r : ds[0].ruled_out) {
+    if (r.layer != Layer::kOs) continue;
+    os_ruled_out = true;
+    EXPECT_NE(r.reason.find("1 program fault(s)"), std::string::npos) << r.reason;
+  }
+  EXPECT_TRUE(os_ruled_out);
 }
 
 TEST(IsolateDecoy, SlowdownWithNoCauseIsTheWorkloadWithEveryLayerRuledOut) {

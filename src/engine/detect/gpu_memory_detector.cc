@@ -35,6 +35,7 @@ struct GpuState {
   std::map<std::string, GpuCounterSeries> counters;  // by kind/counter/location
   std::map<std::string, double> new_errors;          // accumulated increase per counter
   bool remap_failure = false;
+  bool has_dram_location = false;  // per-location DBE counters include HBM
   bool pending = false;
   bool retired_pending = false;
   std::optional<double> retired_sbe;
@@ -84,9 +85,14 @@ class GpuMemoryDetector final : public Detector {
     const std::string location(GpuAttrOr(obs, "location", ""));
     const std::string key = "dbe/" + counter + "/" + location;
     GpuCounterSeries::Step step = st.counters[key].Update(*obs.value);
+    if (location == "dram" || location == "device_memory") st.has_dram_location = true;
     double fresh = step.delta;
     if (step.first && counter == "volatile") fresh = *obs.value;  // since driver load: recent
     if (fresh <= 0) return;
+    // The totals count on-chip SRAM errors too. When the GPU also counts its HBM (dram)
+    // errors by location, the per-location counters decide HBM vs SRAM; the total would
+    // only repeat one of them (and call an SRAM error an HBM one).
+    if (location.empty() && st.has_dram_location) return;
     double& total = st.new_errors[key];
     total += fresh;
     const bool sram = IsSramLocation(location);

@@ -260,7 +260,11 @@ void Rules::ProgramXidGroup(const std::vector<size_t>& idx, int64_t code) {
       program_faults_elsewhere = true;
     }
   }
-  const bool suspect_hw = pids.size() >= 2 && !program_faults_elsewhere;
+  // XID 13 names the unit (GPC/TPC), so one unit failing under different processes points
+  // at the silicon. XID 31 names no unit: the same program restarted (new pid) faulting
+  // again is still the program, so it takes different programs to suspect the GPU.
+  const bool several = code == 13 ? pids.size() >= 2 : names.size() >= 2;
+  const bool suspect_hw = several && !program_faults_elsewhere;
   std::string where = GpuLabel(first.component);
   if (code == 13 && !Attr(first, "gpc").empty()) where += " GPC " + Attr(first, "gpc") + " TPC " + Attr(first, "tpc");
   Finding f;

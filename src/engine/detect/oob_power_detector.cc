@@ -119,13 +119,30 @@ class OobPowerDetector final : public Detector {
     if (OobAttr(obs, "scope") != "power") return;
     const std::string health = OobAttr(obs, "health");
     const std::string key = "redundancy:" + obs.component.Id();
+    const std::string overload = "overload:" + obs.component.Id();
     if (health == "Critical" || health == "Warning") {
-      book_.Raise(key, obs, obs.component, FaultClass::kPowerSupply,
-                  health == "Critical" ? Severity::kCritical : Severity::kWarning, Action::kFacilityTicket, 0.8,
-                  "power redundancy lost on " + obs.component.Id());
+      const Severity sev = health == "Critical" ? Severity::kCritical : Severity::kWarning;
+      // Redundancy lost while every PSU we know of is healthy: no supply failed, the load
+      // outgrew them (more load, or too few PSUs installed for it).
+      if (!psus_.empty() && !AnyPsuLost()) {
+        book_.Raise(overload, obs, obs.component, FaultClass::kPowerInsufficient, sev, Action::kFacilityTicket, 0.8,
+                    "power redundancy lost on " + obs.component.Id() + " with every PSU healthy: the load exceeds "
+                    "what the installed supplies can carry redundantly");
+      } else {
+        book_.Raise(key, obs, obs.component, FaultClass::kPowerSupply, sev, Action::kFacilityTicket, 0.8,
+                    "power redundancy lost on " + obs.component.Id());
+      }
     } else if (health == "OK") {
       book_.Clear(key, obs);
+      book_.Clear(overload, obs);
     }
+  }
+
+  bool AnyPsuLost() const {
+    for (const auto& [id, psu] : psus_) {
+      if (psu.lost) return true;
+    }
+    return false;
   }
 
   // With a PSU lost, the healthy PSUs must carry the load.

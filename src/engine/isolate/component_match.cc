@@ -119,13 +119,18 @@ bool Attached(const ComponentTokens& a, const ComponentTokens& b) {
 bool Attached(const ComponentRef& a, const ComponentRef& b) { return Attached(TokensOf(a), TokensOf(b)); }
 
 namespace {
-// The value of a scoping key; a coolant/<loop> component is scoped by its own name.
+// The value of a scoping key; a coolant/<loop> component is scoped by its own name (a
+// pump or leak detector names itself, not a loop: it is scoped only by its keys).
 std::string_view ScopeValue(const ComponentRef& ref, std::string_view key) {
   if (auto it = ref.keys.find(std::string(key)); it != ref.keys.end()) return it->second;
-  if (ref.type == ComponentType::kCoolant && key == "coolant_loop") return ref.name;
+  if (IsCoolantLoop(ref) && key == "coolant_loop") return ref.name;
   return {};
 }
 }  // namespace
+
+bool IsCoolantLoop(const ComponentRef& ref) {
+  return ref.type == ComponentType::kCoolant && ref.name.rfind("pump-", 0) != 0 && ref.name.rfind("leak-", 0) != 0;
+}
 
 bool SameScope(const ComponentRef& a, const ComponentRef& b) {
   for (std::string_view key : kScopeKeys) {

@@ -47,6 +47,8 @@ bool Attached(const ComponentTokens& a, const ComponentTokens& b);
 // False when both carry a scoping key (cooling loop, power domain) with different values:
 // a fan on loop A does not explain a GPU on loop B. True when either side is unscoped.
 bool SameScope(const ComponentRef& a, const ComponentRef& b);
+// A coolant loop or connector (coolant/<loop>), as opposed to a part on it (pump-, leak-).
+bool IsCoolantLoop(const ComponentRef& ref);
 
 // `into` with the keys of `from` added where `into` lacks them (never overwritten).
 void MergeKeys(ComponentRef& into, const ComponentRef& from);

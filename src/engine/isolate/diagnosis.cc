@@ -222,11 +222,24 @@ std::string ObservationSummary(const Observation& o) {
   return s;
 }
 
+// Events (log lines, SEL entries) are what findings are made of; a layer is ruled out
+// by its healthy readings, so those are what gets quoted.
+bool IsEvent(ObsKind k) {
+  switch (k) {
+    case ObsKind::kXid: case ObsKind::kSxid: case ObsKind::kXidRecoveryAction: case ObsKind::kGpuFellOffBus:
+    case ObsKind::kPcieAer: case ObsKind::kHostMemoryError: case ObsKind::kAppFault: case ObsKind::kKernelHang:
+    case ObsKind::kDriverError: case ObsKind::kNicEvent: case ObsKind::kSelEntry: case ObsKind::kOther:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // The latest reading of each (component, kind) in `layer`, in component order.
 std::vector<const Observation*> LatestReadings(const std::vector<Observation>& observations, Layer layer) {
   std::map<std::pair<std::string, ObsKind>, const Observation*> latest;
   for (const Observation& o : observations) {
-    if (o.layer != layer) continue;
+    if (o.layer != layer || IsEvent(o.kind)) continue;
     const Observation*& slot = latest[{o.component.Id(), o.kind}];
     if (slot == nullptr || SortTimeNs(o) >= SortTimeNs(*slot)) slot = &o;
   }
@@ -259,12 +272,24 @@ std::vector<RuledOut> RuledOutLayers(const IsolateInput& input, const IsolateOpt
     if (!input.layers_with_data.contains(layer)) continue;  // no data is not "no fault"
     bool faulty = false;
     bool info = false;
+    int program_faults = 0;
     for (const Finding& f : input.findings) {
       if (f.layer != layer || f.fault_class == FaultClass::kNone) continue;
+      // A program's own fault (XID 13/31 from one job, a segfault) says nothing against
+      // the hardware of this layer: it does not keep the layer from being ruled out.
+      if (f.fault_class == FaultClass::kUserApplication) {
+        ++program_faults;
+        continue;
+      }
       faulty = faulty || f.severity >= Severity::kWarning;
       info = true;
     }
-    if (!faulty) out.push_back(RuleOut(layer, info, input, options));
+    if (faulty) continue;
+    RuledOut r = RuleOut(layer, info, input, options);
+    if (program_faults > 0) {
+      r.reason += "; " + std::to_string(program_faults) + " program fault(s) here are the program's, not the hardware's";
+    }
+    out.push_back(std::move(r));
   }
   return out;
 }

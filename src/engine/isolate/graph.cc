@@ -86,11 +86,19 @@ bool SpansMeet(const Node& a, const Node& b, const IsolateOptions& options) {
 
 bool IsChassis(const Node& n) { return n.component.type == ComponentType::kChassis; }
 
+// A coolant loop's readings (temperatures, flow) are the loop-level view of a part on it:
+// a failed pump and the loop heating up behind it are one cooling fault, named by the pump.
+bool LoopViewOfPart(const Node& loop, const Node& part) {
+  return IsCoolantLoop(loop.component) && part.component.type == ComponentType::kCoolant &&
+         !IsCoolantLoop(part.component) && SameScope(loop.component, part.component);
+}
+
 // One fault: same class, same part (or the chassis-level view of a part's fault, e.g.
 // "power redundancy lost" next to the failed PSU), times that meet.
 bool SameFault(const Node& n, const Node& f, const IsolateOptions& options) {
   if (n.fault_class != f.fault_class || n.slowdown != f.slowdown) return false;
-  const bool same_part = n.slowdown || IsChassis(n) || IsChassis(f) || SameComponent(n.tokens, f.tokens);
+  const bool same_part = n.slowdown || IsChassis(n) || IsChassis(f) || SameComponent(n.tokens, f.tokens) ||
+                         LoopViewOfPart(n, f) || LoopViewOfPart(f, n);
   return same_part && SpansMeet(n, f, options);
 }
 
@@ -100,6 +108,9 @@ bool BetterName(const ComponentRef& a, const ComponentRef& b) {
   const bool a_chassis = a.type == ComponentType::kChassis;
   const bool b_chassis = b.type == ComponentType::kChassis;
   if (a_chassis != b_chassis) return b_chassis;
+  const bool a_loop = IsCoolantLoop(a);
+  const bool b_loop = IsCoolantLoop(b);
+  if (a_loop != b_loop) return b_loop;
   return a.keys.size() > b.keys.size();
 }
 

@@ -205,7 +205,11 @@ Result<ScenarioRun> RunScenarioLockstep(const NodeScenario& scenario, const Lock
       last_signature = sig;
       run.changes.push_back({t, primary});
     }
-    if (!run.first_correct_s && ClassAndComponent(primary, scenario.truth, **node)) run.first_correct_s = t;
+    // Counted from the fault's start: a right answer before it would be a guess (or a
+    // scenario whose node was already faulty, which the run then does not credit).
+    if (!run.first_correct_s && t >= scenario.truth.start_s && ClassAndComponent(primary, scenario.truth, **node)) {
+      run.first_correct_s = t;
+    }
     if (IsHardwareAction(primary.action)) {
       const bool wrong_cause = !IsHardwareCause(scenario.truth.fault_class);
       const bool wrong_part = primary.action == Action::kRma && !scenario.truth.components.empty() &&

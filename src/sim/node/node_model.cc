@@ -152,7 +152,9 @@ void NodeModel::StartFault(const NodeFault& f, double t) {
       Kmsg(t, 4, XidPrefix(f.gpu) + "48" + pid +
                      "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at "
                      "partition 6, subpartition 1.");
-      if (scenario_.node.row_remap) {
+      if (f.value >= 1) {
+        // The error hit a row that cannot be remapped again: no remap, only the DBE.
+      } else if (scenario_.node.row_remap) {
         ++gpu->remap_uncorrectable;
         gpu->remap_pending = true;
         Kmsg(t + 0.001, 4, XidPrefix(f.gpu) +
@@ -211,21 +213,20 @@ void NodeModel::StartFault(const NodeFault& f, double t) {
       state_.job_running = false;
       break;
     case NodeFaultKind::kUserXid: {
-      const int count = std::max(1, f.count);
-      for (int i = 0; i < count; ++i) {
-        const double at = t + i * f.every_s;
+      // One buggy process: one pid; its warps fault wherever they were scheduled.
+      const std::string who = ", pid=" + std::to_string(52000 + static_cast<int>(t)) + ", name=python3, ";
+      for (int i = 0; i < std::max(1, f.count); ++i) {
         std::string body;
         if (f.xid == 31) {
-          body = "31, pid=" + std::to_string(52000 + i) +
-                 ", name=python3, Ch 00000008, intr 00000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ "
-                 "0x7f3a_12340000. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ";
+          body = "31" + who + "Ch 00000008, intr 00000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ "
+                             "0x7f3a_12340000. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ";
         } else if (f.xid == 43) {
-          body = "43, pid=" + std::to_string(52000 + i) + ", name=python3, Ch 00000010";
+          body = "43" + who + "Ch 00000010";
         } else {
-          body = "13, pid=" + std::to_string(52000 + i) +
-                 ", name=python3, Graphics SM Warp Exception on (GPC 1, TPC 2, SM 0): Out Of Range Address";
+          body = "13" + who + "Graphics SM Warp Exception on (GPC " + std::to_string(i % 8) + ", TPC " +
+                 std::to_string((i * 3) % 9) + ", SM " + std::to_string(i % 2) + "): Out Of Range Address";
         }
-        Kmsg(at, 4, XidPrefix(f.gpu) + body);
+        Kmsg(t + i * f.every_s, 4, XidPrefix(f.gpu) + body);
       }
       break;
     }
@@ -372,7 +373,14 @@ void NodeModel::ApplyPower(double t) {
   for (SimPsu& p : state_.psus) {
     if (p.state == "Enabled" && working > 0) p.output_w = state_.load_w / working;
   }
-  state_.power_brake = state_.load_w > state_.capacity_w || (n.psu_alert_brakes && alert && state_.job_running);
+  const bool over = state_.load_w > state_.capacity_w;
+  if (over && !over_capacity_) {
+    Sel(t, "Power capacity exceeded: load " + std::to_string(static_cast<int>(state_.load_w)) + " W, capacity " +
+               std::to_string(static_cast<int>(state_.capacity_w)) + " W",
+        "Power.1.0.PowerCapacityExceeded", "Power Unit", "Critical", "/redfish/v1/Chassis/HGX");
+  }
+  over_capacity_ = over;
+  state_.power_brake = over || (n.psu_alert_brakes && alert && state_.job_running);
 }
 
 void NodeModel::ApplyThermal(double t) {
@@ -412,8 +420,8 @@ void NodeModel::ApplyThermal(double t) {
   state_.coolant.return_c = state_.coolant.supply_c + heat_kw * 0.8 * (60 / state_.coolant.flow_lpm);
   // GPU cold plates: supply temperature plus a rise that grows as flow drops; the air
   // path (inlet, fans) carries HBM and board heat.
-  const double flow_rise = 22 * std::sqrt(60 / state_.coolant.flow_lpm);
-  const double air = 0.6 * (state_.inlet_c - 24) + 3.0 * std::max(0, failed_fans - 1);
+  const double flow_rise = 38 * std::sqrt(60 / state_.coolant.flow_lpm);
+  const double air = 1.0 * (state_.inlet_c - 24) + 6.0 * std::max(0, failed_fans - 1);
   const double wander = scenario_.noise.temp_wander_c * std::sin(t / 300.0);
   for (size_t i = 0; i < state_.gpus.size(); ++i) {
     SimGpu& g = state_.gpus[i];

@@ -179,6 +179,7 @@ class NodeModel {
   std::vector<SimSel> sel_;
   std::vector<StepReport> steps_;
   std::vector<bool> psu_failed_logged_;
+  bool over_capacity_ = false;
 };
 
 }  // namespace faultline::sim

@@ -98,6 +98,11 @@ Result<std::unique_ptr<SimNode>> SimNode::Create(const NodeScenario& scenario, c
 std::string SimNode::bmc_url() const { return bmc_ ? bmc_->base_url() : ""; }
 std::string SimNode::bmc_ca_file() const { return bmc_ ? bmc_->ca_cert_path() : ""; }
 
+Result<std::string> SimNode::BmcResource(const std::string& uri) const {
+  if (!bmc_) return Status(StatusCode::kNotFound, "the simulated node has no BMC");
+  return bmc_->ResourceJson(uri);
+}
+
 std::string SimNode::PcieParentOf(const std::string& bdf) const {
   const FakePcieDevice* d = tree_->Find(bdf);
   return d ? d->parent : "";

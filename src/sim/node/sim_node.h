@@ -68,6 +68,8 @@ class SimNode {
   std::string bmc_ca_file() const;
   std::string bmc_user() const { return "admin"; }
   const std::string& bmc_password_file() const { return password_path_; }
+  // A resource as the BMC serves it now (NotFound without a BMC).
+  Result<std::string> BmcResource(const std::string& uri) const;
   // The PCIe port above a device ("" when none): both ends of its link.
   std::string PcieParentOf(const std::string& bdf) const;
 

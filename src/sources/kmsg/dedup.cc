@@ -13,6 +13,12 @@ std::string KeyOf(const Observation& o) {
   key += o.code ? std::to_string(*o.code) : "-";
   key += '\x1f';
   key += o.text;
+  // Repeats from different processes stay apart: who faulted is what tells a program
+  // bug from a bad GPU (one storm from one pid still collapses).
+  for (const char* attr : {"pid", "process"}) {
+    key += '\x1f';
+    if (auto it = o.attrs.find(attr); it != o.attrs.end()) key += it->second;
+  }
   return key;
 }
 

@@ -1,0 +1,119 @@
+// End to end: scenarios from the corpus through the simulated node and the real agent
+// (NVML through the fake library via dlopen, Redfish over HTTPS to the mock BMC, the kmsg
+// file, the fake sysfs tree, the workload file), scored against their ground truth.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "sim/fake_sysfs/fake_sysfs.h"
+#include "sim/harness/lockstep.h"
+
+namespace faultline::sim {
+namespace {
+
+namespace fs = std::filesystem;
+
+class LockstepTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    options_.workdir = FakeSysfsScratchDir("lockstep");
+    options_.nvml_library = DefaultFakeNvmlPath();
+    ASSERT_FALSE(options_.nvml_library.empty()) << "the fake NVML library was not built";
+  }
+  void TearDown() override { fs::remove_all(options_.workdir); }
+
+  ScenarioRun Run(const std::string& name, double duration_s = 0) {
+    auto sc = LoadNodeScenario(std::string(FAULTLINE_SOURCE_DIR) + "/scenarios/" + name + ".yaml");
+    EXPECT_TRUE(sc.ok()) << sc.status().ToString();
+    if (!sc.ok()) return {};
+    if (duration_s > 0) sc->duration_s = duration_s;
+    auto run = RunScenarioLockstep(*sc, options_);
+    EXPECT_TRUE(run.ok()) << run.status().ToString();
+    return run.ok() ? std::move(run).value() : ScenarioRun{};
+  }
+
+  LockstepOptions options_;
+};
+
+TEST_F(LockstepTest, DemoDegradingPsuIsFoundAcrossLayers) {
+  ScenarioRun r = Run("demo-psu-degrading-power-brake", 260);
+  ASSERT_FALSE(r.final_diagnoses.empty());
+  const Diagnosis& d = r.final_diagnoses.front();
+  EXPECT_EQ(d.fault_class, FaultClass::kPowerSupply);
+  EXPECT_EQ(d.component.Id(), "psu/PSU2");
+  EXPECT_EQ(d.action, Action::kRma);
+  // The power brake on every GPU and the slow steps are explained, not reported as causes.
+  EXPECT_GE(d.explains.size(), 9u);
+  EXPECT_TRUE(r.first_correct_s.has_value());
+  EXPECT_TRUE(r.wrong_hardware_actions.empty());
+  EXPECT_TRUE(r.node.errors.empty());
+  // Every source delivered: the agent stored readings of all of them.
+  EXPECT_GT(r.agent.observations_inserted, 1000u);
+  EXPECT_EQ(r.agent.poll_failures, 0u);
+  // The decoy XID 13 is a separate, user-level diagnosis.
+  bool user = false;
+  for (const Diagnosis& x : r.final_diagnoses) user = user || x.fault_class == FaultClass::kUserApplication;
+  EXPECT_TRUE(user);
+}
+
+TEST_F(LockstepTest, UserXidStormIsNeverAHardwareAction) {
+  ScenarioRun r = Run("user-xid13-storm-with-sbe-noise", 240);
+  ASSERT_FALSE(r.final_diagnoses.empty());
+  EXPECT_EQ(r.final_diagnoses.front().fault_class, FaultClass::kUserApplication);
+  EXPECT_TRUE(r.final_correct_component);
+  EXPECT_TRUE(r.wrong_hardware_actions.empty());
+}
+
+TEST_F(LockstepTest, SilentPcieDowntrainIsNamedByItsLink) {
+  ScenarioRun r = Run("pcie-gpu2-downtrained-x8", 240);
+  ASSERT_FALSE(r.final_diagnoses.empty());
+  EXPECT_EQ(r.final_diagnoses.front().fault_class, FaultClass::kPcieLinkDegraded);
+  EXPECT_TRUE(r.final_correct_component) << r.final_diagnoses.front().component.Id();
+  EXPECT_EQ(r.final_diagnoses.front().action, Action::kReseatOrReplaceLink);
+}
+
+TEST_F(LockstepTest, HealthyNodeHasNothingToDo) {
+  ScenarioRun r = Run("healthy-node-noisy-background", 200);
+  ASSERT_FALSE(r.final_diagnoses.empty());
+  EXPECT_EQ(r.final_diagnoses.front().fault_class, FaultClass::kNone);
+  for (const DiagnosisChange& c : r.changes) EXPECT_EQ(c.primary.fault_class, FaultClass::kNone);
+}
+
+TEST_F(LockstepTest, RunsAreReproducible) {
+  ScenarioRun a = Run("psu-fail-redundancy-holds", 200);
+  ScenarioRun b = Run("psu-fail-redundancy-holds", 200);
+  ASSERT_EQ(a.changes.size(), b.changes.size());
+  for (size_t i = 0; i < a.changes.size(); ++i) {
+    EXPECT_EQ(a.changes[i].t, b.changes[i].t);
+    EXPECT_EQ(a.changes[i].primary.component.Id(), b.changes[i].primary.component.Id());
+  }
+  ASSERT_FALSE(a.final_diagnoses.empty());
+  EXPECT_EQ(a.final_diagnoses.front().component.Id(), "psu/PSU3");
+  EXPECT_EQ(a.final_diagnoses.front().severity, Severity::kWarning);  // redundancy held
+}
+
+TEST(LockstepHelpers, SymbolicTruthComponentsResolveToTheSimulatorsParts) {
+  const std::string dir = FakeSysfsScratchDir("resolve");
+  NodeScenario sc;
+  sc.name = "r";
+  sc.node.bmc = false;
+  auto node = SimNode::Create(sc, SimNodeOptions{.workdir = dir});
+  ASSERT_TRUE(node.ok()) << node.status().ToString();
+  const NodeLayout& l = (*node)->model().layout();
+  ComponentRef by_bdf{ComponentType::kGpu, l.gpu_bdfs[3], {}};
+  ComponentRef by_uuid{ComponentType::kGpu, "x", {{"uuid", l.GpuUuid(3)}}};
+  ComponentRef other{ComponentType::kGpu, "4", {}};
+  EXPECT_TRUE(ComponentMatches(by_bdf, {"gpu/3"}, **node));
+  EXPECT_TRUE(ComponentMatches(by_uuid, {"gpu/3"}, **node));
+  EXPECT_FALSE(ComponentMatches(other, {"gpu/3"}, **node));
+  ComponentRef port{ComponentType::kPcie, (*node)->PcieParentOf(l.gpu_bdfs[2]), {}};
+  EXPECT_TRUE(ComponentMatches(port, {"pcie/gpu2"}, **node));  // either end of the link
+  EXPECT_FALSE(ComponentMatches(port, {"pcie/gpu5"}, **node));
+  ComponentRef ib{ComponentType::kIb, l.hca_names[4] + "/1", {}};
+  EXPECT_TRUE(ComponentMatches(ib, {"ib/hca4"}, **node));
+  node->reset();
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace faultline::sim

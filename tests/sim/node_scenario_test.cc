@@ -1,0 +1,145 @@
+// Scenario files: the documented format parses; every kind of bad input is refused with
+// an error that names the place, never a guess or a crash.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "sim/node/node_scenario.h"
+
+namespace faultline::sim {
+namespace {
+
+constexpr const char* kGood = R"(
+name: psu-sag
+description: two faults
+duration_s: 300
+seed: 9
+node: {gpus: 4, psus: 4, bmc: true}
+noise: {sbe_per_gpu_hour: 2, user_xid_per_hour: 0}
+workload: {step_s: 0.5, job: bert}
+truth:
+  fault_class: voltage_out_of_range
+  components: [psu/PSU1, psu/PSU2]
+  action: facility_ticket
+  start_s: 60.5
+  slow: true
+faults:
+  - {at: 100, fault: segfault}
+  - {at: 60.5, until: 200, fault: input_sag, psus: [1, 2], value: 140, ramp_s: 30}
+)";
+
+TEST(NodeScenarioParse, ReadsEverySectionAndSortsFaultsByTime) {
+  auto sc = ParseNodeScenario(kGood);
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  EXPECT_EQ(sc->name, "psu-sag");
+  EXPECT_EQ(sc->duration_s, 300);
+  EXPECT_EQ(sc->seed, 9u);
+  EXPECT_EQ(sc->node.gpus, 4);
+  EXPECT_EQ(sc->node.psus, 4);
+  EXPECT_EQ(sc->noise.sbe_per_gpu_hour, 2);
+  EXPECT_EQ(sc->workload.job, "bert");
+  EXPECT_EQ(sc->truth.fault_class, FaultClass::kVoltageOutOfRange);
+  EXPECT_EQ(sc->truth.components, (std::vector<std::string>{"psu/PSU1", "psu/PSU2"}));
+  EXPECT_EQ(sc->truth.action, Action::kFacilityTicket);
+  EXPECT_TRUE(sc->truth.slow);
+  ASSERT_EQ(sc->faults.size(), 2u);
+  EXPECT_EQ(sc->faults[0].kind, NodeFaultKind::kInputSag);  // sorted by `at`
+  EXPECT_EQ(sc->faults[0].psus, (std::vector<int>{1, 2}));
+  ASSERT_TRUE(sc->faults[0].until);
+  EXPECT_EQ(*sc->faults[0].until, 200);
+  EXPECT_EQ(sc->faults[1].kind, NodeFaultKind::kSegfault);
+}
+
+TEST(NodeScenarioParse, JsonIsAcceptedToo) {
+  auto sc = ParseNodeScenario(
+      R"({"name": "j", "truth": {"fault_class": "none"}, "faults": [{"at": 1, "fault": "job_stop"}]})");
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  EXPECT_EQ(sc->faults.at(0).kind, NodeFaultKind::kJobStop);
+}
+
+TEST(NodeScenarioParse, NoiseFalseSilencesTheBackground) {
+  auto sc = ParseNodeScenario("name: q\nnoise: false\ntruth: {fault_class: none}\n");
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  EXPECT_EQ(sc->noise.sbe_per_gpu_hour, 0);
+  EXPECT_EQ(sc->noise.step_jitter, 0);
+}
+
+TEST(NodeScenarioParse, EveryKindNameRoundTrips) {
+  for (int k = 0; k <= static_cast<int>(NodeFaultKind::kSel); ++k) {
+    const auto kind = static_cast<NodeFaultKind>(k);
+    auto back = ParseNodeFaultKind(ToString(kind));
+    ASSERT_TRUE(back) << ToString(kind);
+    EXPECT_EQ(*back, kind);
+  }
+}
+
+struct BadCase {
+  const char* name;
+  std::string text;
+  const char* expect;  // a fragment of the error
+};
+
+class NodeScenarioBadInput : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(NodeScenarioBadInput, RefusedWithAClearError) {
+  auto sc = ParseNodeScenario(GetParam().text);
+  ASSERT_FALSE(sc.ok());
+  EXPECT_NE(sc.status().message().find(GetParam().expect), std::string::npos) << sc.status().message();
+}
+
+const std::string kTruth = "truth: {fault_class: none}\n";
+
+INSTANTIATE_TEST_SUITE_P(
+    All, NodeScenarioBadInput,
+    ::testing::Values(
+        BadCase{"NoTruth", "name: a\n", "truth"},
+        BadCase{"NoName", kTruth, "name"},
+        BadCase{"UnknownTopKey", "name: a\nwhatever: 1\n" + kTruth, "unknown key 'whatever'"},
+        BadCase{"UnknownClass", "name: a\ntruth: {fault_class: gremlins}\n", "unknown fault class"},
+        BadCase{"UnknownAction", "name: a\ntruth: {fault_class: none, action: pray}\n", "unknown action"},
+        BadCase{"BadComponent", "name: a\ntruth: {fault_class: none, component: nonsense}\n", "not a component id"},
+        BadCase{"UnknownFault", "name: a\n" + kTruth + "faults: [{at: 1, fault: meteor}]\n", "unknown fault kind"},
+        BadCase{"MissingAt", "name: a\n" + kTruth + "faults: [{fault: segfault}]\n", "faults[0].at"},
+        BadCase{"MissingParam", "name: a\n" + kTruth + "faults: [{at: 1, fault: psu_fail}]\n", "faults[0].psu"},
+        BadCase{"GpuOutOfRange", "name: a\n" + kTruth + "faults: [{at: 1, fault: dbe, gpu: 8}]\n", "out of range"},
+        BadCase{"GpuBeyondNode", "name: a\nnode: {gpus: 2}\n" + kTruth + "faults: [{at: 1, fault: dbe, gpu: 3}]\n",
+                "out of range"},
+        BadCase{"WrongType", "name: a\nduration_s: soon\n" + kTruth, "expected a number"},
+        BadCase{"NegativeTime", "name: a\n" + kTruth + "faults: [{at: -5, fault: segfault}]\n", "out of range"},
+        BadCase{"UntilBeforeAt", "name: a\n" + kTruth + "faults: [{at: 5, until: 2, fault: job_stop}]\n",
+                "after 'at'"},
+        BadCase{"MultiLineText", "name: a\n" + kTruth + "faults: [{at: 1, fault: kmsg, text: \"a\\nb\"}]\n",
+                "one line"},
+        BadCase{"BadSeverity", "name: a\n" + kTruth + "faults: [{at: 1, fault: sel, text: x, severity: Meh}]\n",
+                "severity"},
+        BadCase{"FaultsNotAList", "name: a\n" + kTruth + "faults: {at: 1}\n", "expected a list"},
+        BadCase{"NotAMapping", "- just\n- a list\n", "expected a mapping"},
+        BadCase{"Truncated", "name: a\ntruth: {fault_class: no", ""},
+        BadCase{"DeepNesting", "name: a\n" + kTruth + "x: " + std::string(200, '[') + std::string(200, ']') + "\n",
+                ""},
+        BadCase{"Oversized", "name: a\n" + kTruth + "description: \"" + std::string(2 << 20, 'x') + "\"\n",
+                "larger than 1 MiB"},
+        BadCase{"Binary", std::string("name: a\0\xff\xfe\x01", 12), ""}),
+    [](const ::testing::TestParamInfo<BadCase>& info) { return std::string(info.param.name); });
+
+TEST(NodeScenarioLoad, MissingFileNamesThePath) {
+  auto sc = LoadNodeScenario("/nonexistent/scenario.yaml");
+  ASSERT_FALSE(sc.ok());
+  EXPECT_EQ(sc.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(sc.status().message().find("/nonexistent/scenario.yaml"), std::string::npos);
+}
+
+TEST(NodeScenarioLoad, EveryScenarioInTheCorpusParses) {
+  int n = 0;
+  for (const char* name : {"demo-psu-degrading-power-brake", "healthy-node", "nvswitch1-fatal",
+                           "hbm-sbe-aging-gpu2", "power-brake-bmc-blind"}) {
+    auto sc = LoadNodeScenario(std::string(FAULTLINE_SOURCE_DIR) + "/scenarios/" + name + ".yaml");
+    ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+    EXPECT_EQ(sc->name, name);
+    ++n;
+  }
+  EXPECT_EQ(n, 5);
+}
+
+}  // namespace
+}  // namespace faultline::sim
