@@ -102,7 +102,26 @@ struct SimArgs {
   bool agent = false;
   bool json = false;
   bool keep = false;
+  bool check = false;
 };
+
+// --check: the scenario as parsed (what the simulator will do), nothing run.
+void PrintScenario(const NodeScenario& sc) {
+  std::cout << "scenario " << sc.name << " (" << Seconds(sc.duration_s) << ", seed " << sc.seed << "): "
+            << sc.description << "\n"
+            << "node: " << sc.node.gpus << " GPUs, " << sc.node.psus << " PSUs x " << sc.node.psu_capacity_w << " W, "
+            << sc.node.fans << " fans, BMC " << (sc.node.bmc ? "yes" : "no") << ", row remap "
+            << (sc.node.row_remap ? "yes" : "no") << "\n"
+            << "truth: " << ToString(sc.truth.fault_class);
+  for (const std::string& c : sc.truth.components) std::cout << " " << c;
+  std::cout << " -> " << ToString(sc.truth.action) << " from t=" << Seconds(sc.truth.start_s)
+            << (sc.truth.slow ? ", slows the job" : "") << "\n";
+  for (const sim::NodeFault& f : sc.faults) {
+    std::cout << "  t=" << Seconds(f.at) << " " << sim::ToString(f.kind);
+    if (f.until) std::cout << " until t=" << Seconds(*f.until);
+    std::cout << "\n";
+  }
+}
 
 // Serves the node in real time until the scenario ends or a signal arrives.
 int ServeRealtime(const NodeScenario& sc, const SimArgs& a) {
@@ -157,6 +176,10 @@ int RunSim(const SimArgs& a) {
     return kExitUsage;
   }
   if (a.duration > 0) sc->duration_s = a.duration;
+  if (a.check) {
+    PrintScenario(*sc);
+    return kExitOk;
+  }
   if (!a.agent) return ServeRealtime(*sc, a);
   LockstepOptions o;
   o.workdir = a.workdir.empty() ? DefaultWorkdir("sim") : a.workdir;
@@ -313,6 +336,7 @@ void AddSimCommand(CliApp& app) {
   cmd->add_flag("--agent", args->agent, "Run the agent in lockstep and print the diagnosis");
   cmd->add_flag("--json", args->json, "With --agent: the run as JSON (timeline, final diagnosis, verdict)");
   cmd->add_flag("--keep", args->keep, "Keep the work directory (files, agent store) after the run");
+  cmd->add_flag("--check", args->check, "Parse the scenario and print what it will do; run nothing");
   cmd->callback([&app, args] { app.exit_code = RunSim(*args); });
 
   auto acc = std::make_shared<AccuracyArgs>();

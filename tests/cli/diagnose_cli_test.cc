@@ -9,28 +9,14 @@
 #include <string>
 
 #include "core/json.h"
+#include "run_faultline.h"
 
 namespace faultline {
 namespace {
 
-struct RunResult {
-  int exit_code = -1;
-  std::string out;
-};
-
-RunResult Faultline(const std::string& args, const std::string& stdin_file = "") {
-  std::string cmd = std::string(FAULTLINE_BINARY_DIR) + "/faultline " + args + " 2>/dev/null";
-  if (!stdin_file.empty()) cmd += " < " + stdin_file;
-  RunResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using testing_cli::Faultline;
+using testing_cli::RunResult;
+using testing_cli::Slurp;
 
 std::string Example(const std::string& name) { return std::string(FAULTLINE_SOURCE_DIR) + "/examples/" + name; }
 

@@ -16,41 +16,15 @@
 #include <vector>
 
 #include "core/json.h"
+#include "run_faultline.h"
 #include "sim/fake_sysfs/fake_sysfs.h"
 
 namespace faultline {
 namespace {
 
-struct RunResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Runs the binary; stdout is captured, stderr goes to a file read back afterwards.
-RunResult Faultline(const std::string& args, const std::string& stdin_file = "") {
-  // Per process: ctest runs these tests in parallel, each in its own process.
-  const std::string err_path = testing::TempDir() + "/snapshot_cli_stderr." + std::to_string(getpid()) + ".txt";
-  std::string cmd = std::string(FAULTLINE_BINARY_DIR) + "/faultline " + args + " 2>" + err_path;
-  if (!stdin_file.empty()) cmd += " < " + stdin_file;
-  RunResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.err = Slurp(err_path);
-  return r;
-}
+using testing_cli::Faultline;
+using testing_cli::RunResult;
+using testing_cli::Slurp;
 
 std::string Data(const std::string& name) { return std::string(FAULTLINE_SOURCE_DIR) + "/tests/cli/data/" + name; }
 
