@@ -236,7 +236,9 @@ void PrintReport(const sim::AccuracyReport& rep, const std::vector<ScenarioRun>&
   std::cout << std::setprecision(3) << "\nmacro-F1: " << rep.macro_f1 << "\nprimary-diagnosis accuracy: "
             << rep.primary_accuracy << "\ncomponent accuracy: " << rep.component_accuracy
             << "\nfault -> first correct diagnosis: median " << Seconds(rep.ttd_median_s) << ", max "
-            << Seconds(rep.ttd_max_s) << " (" << rep.diagnosed << " diagnosed)"
+            << Seconds(rep.ttd_max_s) << " (" << rep.diagnosed << " diagnosed; simulated clock, lockstep tick 0.25 s)"
+            << "\nagent time per evaluating tick (polls due + evaluation, real): mean " << rep.agent_tick_ms_mean
+            << " ms, max " << rep.agent_tick_ms_max << " ms"
             << "\nwrong hardware actions: " << rep.wrong_hardware_actions << "\n";
   for (const std::string& w : rep.wrong_action_details) std::cout << "  " << w << "\n";
   for (const std::string& m : rep.misses) std::cout << "  miss: " << m << "\n";
@@ -257,6 +259,7 @@ nlohmann::json ReportJson(const sim::AccuracyReport& rep, const std::vector<Scen
           {"primary_accuracy", rep.primary_accuracy},
           {"component_accuracy", rep.component_accuracy},
           {"time_to_diagnosis_s", {{"median", rep.ttd_median_s}, {"max", rep.ttd_max_s}, {"diagnosed", rep.diagnosed}}},
+          {"agent_tick_ms", {{"mean", rep.agent_tick_ms_mean}, {"max", rep.agent_tick_ms_max}}},
           {"wrong_hardware_actions", rep.wrong_hardware_actions},
           {"wrong_action_details", rep.wrong_action_details},
           {"misses", rep.misses},
@@ -315,6 +318,13 @@ int RunAccuracy(const AccuracyArgs& a) {
   return failed ? kExitFailure : kExitOk;
 }
 
+// Options every simulator run takes.
+void AddRunOptions(CLI::App* cmd, std::string& workdir, std::string& nvml_lib, bool& keep) {
+  cmd->add_option("--workdir", workdir, "Where the node's files go (default: /dev/shm or $TMPDIR)");
+  cmd->add_option("--nvml-lib", nvml_lib, "The fake libnvidia-ml.so.1 (default: the one built with faultline)");
+  cmd->add_flag("--keep", keep, "Keep the work directory (the node's files, the agent's store) afterwards");
+}
+
 }  // namespace
 
 void AddSimCommand(CliApp& app) {
@@ -331,11 +341,9 @@ void AddSimCommand(CliApp& app) {
   cmd->add_option("--speed", args->speed, "Scenario seconds per wall-clock second in real-time mode (default 1)")
       ->check(CLI::Range(0.01, 1000.0));
   cmd->add_option("--duration", args->duration, "Override the scenario's duration (seconds)")->check(CLI::PositiveNumber);
-  cmd->add_option("--workdir", args->workdir, "Where the node's files go (default: /dev/shm or $TMPDIR)");
-  cmd->add_option("--nvml-lib", args->nvml_lib, "The fake libnvidia-ml.so.1 (default: the one built with faultline)");
+  AddRunOptions(cmd, args->workdir, args->nvml_lib, args->keep);
   cmd->add_flag("--agent", args->agent, "Run the agent in lockstep and print the diagnosis");
   cmd->add_flag("--json", args->json, "With --agent: the run as JSON (timeline, final diagnosis, verdict)");
-  cmd->add_flag("--keep", args->keep, "Keep the work directory (files, agent store) after the run");
   cmd->add_flag("--check", args->check, "Parse the scenario and print what it will do; run nothing");
   cmd->callback([&app, args] { app.exit_code = RunSim(*args); });
 
@@ -348,10 +356,8 @@ void AddSimCommand(CliApp& app) {
       "diagnosis, wrong hardware actions (cordon/drain/RMA on a non-hardware cause or the wrong part).");
   bench->add_option("--scenarios", acc->dir, "Directory of scenario files")->required();
   bench->add_option("--filter", acc->filter, "Only scenario files whose name contains this");
-  bench->add_option("--workdir", acc->workdir, "Scratch directory (default: /dev/shm or $TMPDIR)");
-  bench->add_option("--nvml-lib", acc->nvml_lib, "The fake libnvidia-ml.so.1 (default: the one built with faultline)");
+  AddRunOptions(bench, acc->workdir, acc->nvml_lib, acc->keep);
   bench->add_flag("--json", acc->json, "The report as JSON (with every run's timeline)");
-  bench->add_flag("--keep", acc->keep, "Keep each scenario's files and agent store");
   bench->callback([&app, acc] { app.exit_code = RunAccuracy(*acc); });
 }
 

@@ -32,19 +32,10 @@ void OptionalField(const Json& j, const char* key, std::optional<T>& out) {
 
 int JsonNestingDepth(std::string_view text) {
   int depth = 0, max_depth = 0;
-  bool in_string = false, escaped = false;
+  JsonStructureScanner scan;
   for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
+    if (!scan.Structural(c)) continue;
+    if (c == '{' || c == '[') {
       max_depth = std::max(max_depth, ++depth);
     } else if (c == '}' || c == ']') {
       --depth;

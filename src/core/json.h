@@ -31,6 +31,34 @@ void from_json(const Json& j, Diagnosis& v);
 // hostile input from exhausting the stack.
 int JsonNestingDepth(std::string_view text);
 
+// Feeds JSON text one character at a time and says which characters are structural
+// (outside strings, escapes respected), so bracket scanners need no parser.
+class JsonStructureScanner {
+ public:
+  // True when `c` is outside any string and is not itself a quote.
+  bool Structural(char c) {
+    if (in_string_) {
+      if (escaped_) {
+        escaped_ = false;
+      } else if (c == '\\') {
+        escaped_ = true;
+      } else if (c == '"') {
+        in_string_ = false;
+      }
+      return false;
+    }
+    if (c == '"') {
+      in_string_ = true;
+      return false;
+    }
+    return true;
+  }
+
+ private:
+  bool in_string_ = false;
+  bool escaped_ = false;
+};
+
 // Parses text into T; any syntax error, missing required field or unknown enum name
 // becomes kCorrupt with the reason.
 template <typename T>

@@ -269,5 +269,31 @@ TEST(KernelDetectTest, Xid31FromDifferentProgramsOnOneGpuSuspectsHardware) {
   EXPECT_EQ(fs[0].attrs.at("suspect"), "hardware");
 }
 
+TEST(KernelDetectTest, OneExceptionPerProcessIsBackgroundARepeatingProcessIsAnEvent) {
+  // A notebook's single bad index: informational (the isolator leads with "none").
+  auto fs = Detect(Xid(100, "0000:b5:00", 13, "4242", "python3", kWarp));
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].fault_class, FaultClass::kUserApplication);
+  EXPECT_EQ(fs[0].severity, Severity::kInfo);
+  // The same process faulting in several units: one program's storm, an event.
+  fs = Detect(Xid(100, "0000:b5:00", 13, "4242", "python3", "Graphics SM Warp Exception on (GPC 1, TPC 3, SM 0)") +
+              Xid(101, "0000:b5:00", 13, "4242", "python3", "Graphics SM Warp Exception on (GPC 5, TPC 0, SM 1)"));
+  ASSERT_FALSE(fs.empty());
+  for (const Finding& f : fs) {
+    EXPECT_EQ(f.fault_class, FaultClass::kUserApplication);
+    EXPECT_EQ(f.severity, Severity::kWarning);
+  }
+}
+
+TEST(KernelDetectTest, Xid13WithoutAUnitFromRestartsIsNotHardware) {
+  // "Graphics Exception: ESR ..." lines name no GPC/TPC: like XID 31, restarts of one
+  // program are the program.
+  const std::string esr = "Graphics Exception: ESR 0x405840=0x4000000 0x405844=0x0";
+  auto fs = Detect(Xid(100, "0000:b5:00", 13, "4242", "python3", esr) +
+                   Xid(900, "0000:b5:00", 13, "5353", "python3", esr));
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].fault_class, FaultClass::kUserApplication);
+}
+
 }  // namespace
 }  // namespace faultline

@@ -86,22 +86,28 @@ TEST(IsolateOrder, PhysicalCauseWinsTheSlowdownOverAFabricOne) {
   EXPECT_TRUE(ds[1].explains.empty());
 }
 
-TEST(IsolateOrder, AmongEqualCausesTheMoreSevereThenTheCloserInTimeWins) {
+TEST(IsolateOrder, AmongEqualCausesTheCloserInTimeThenTheMoreSevereWins) {
+  // PSU1 has been critical for six minutes without braking anything; PSU2 failed a
+  // minute before the brake: PSU2 is the cause.
   IsolateInput in = AllLayers();
-  in.findings = {Make(Layer::kOob, FaultClass::kPowerSupply, Ref(ComponentType::kPsu, "1"), kT0),
+  in.findings = {Make(Layer::kOob, FaultClass::kPowerSupply, Ref(ComponentType::kPsu, "1"), kT0)
+                     .Sev(Severity::kCritical),
                  Make(Layer::kOob, FaultClass::kPowerSupply, Ref(ComponentType::kPsu, "2"), kT0 + 5 * kMin),
                  Make(Layer::kGpu, FaultClass::kGpuPowerBrake, Gpu3(), kT0 + 6 * kMin)};
-  auto ds = Isolate(in);
-  const Diagnosis* psu2 = nullptr;
-  for (const Diagnosis& d : ds) {
-    if (d.component.Id() == "psu/2") psu2 = &d;
-  }
-  ASSERT_NE(psu2, nullptr);
-  EXPECT_EQ(psu2->explains.size(), 1u);
-  in.findings[0].severity = Severity::kCritical;
-  ds = Isolate(in);
-  EXPECT_EQ(ds[0].component.Id(), "psu/1");
-  EXPECT_EQ(ds[0].explains.size(), 1u);
+  auto explains_brake = [](const std::vector<Diagnosis>& ds) {
+    for (const Diagnosis& d : ds) {
+      if (!d.explains.empty()) return d.component.Id();
+    }
+    return std::string();
+  };
+  EXPECT_EQ(explains_brake(Isolate(in)), "psu/2");
+  // Equally close (a minute before and a minute after): the more severe one.
+  in.findings[0].first_ns = in.findings[0].last_ns = kT0 + 7 * kMin;
+  in.findings[0].severity = Severity::kWarning;
+  in.findings[1].severity = Severity::kCritical;
+  EXPECT_EQ(explains_brake(Isolate(in)), "psu/2");
+  in.findings[0].severity = Severity::kFatal;
+  EXPECT_EQ(explains_brake(Isolate(in)), "psu/1");
 }
 
 TEST(IsolateOrder, ResultDoesNotDependOnInputOrder) {

@@ -118,6 +118,7 @@ class Rules {
   void MemoryXids();
   void ProgramXids();
   void ProgramXidGroup(const std::vector<size_t>& idx, int64_t code);
+  bool RepeatsInOneProcess(const std::vector<size_t>& idx, int64_t code) const;
   void NvlinkXids();
   void OtherXids();
   void SympatheticXid45();
@@ -245,6 +246,20 @@ void Rules::ProgramXids() {
   }
 }
 
+// Did one of this group's processes hit this XID on this GPU more than once (counting its
+// faults in every GPC/TPC, not only this group's unit)?
+bool Rules::RepeatsInOneProcess(const std::vector<size_t>& idx, int64_t code) const {
+  const Observation& first = obs_[idx.front()];
+  std::set<std::string> pids;
+  for (size_t i : idx) pids.insert(Attr(obs_[i], "pid"));
+  std::map<std::string, uint64_t> per_pid;
+  for (const Observation& o : obs_) {
+    if (!IsXid(o, code) || o.component.Id() != first.component.Id() || !pids.count(Attr(o, "pid"))) continue;
+    if ((per_pid[Attr(o, "pid")] += std::max<uint64_t>(1, o.count)) >= 2) return true;
+  }
+  return false;
+}
+
 void Rules::ProgramXidGroup(const std::vector<size_t>& idx, int64_t code) {
   std::set<std::string> pids, names;
   for (size_t i : idx) {
@@ -263,7 +278,9 @@ void Rules::ProgramXidGroup(const std::vector<size_t>& idx, int64_t code) {
   // XID 13 names the unit (GPC/TPC), so one unit failing under different processes points
   // at the silicon. XID 31 names no unit: the same program restarted (new pid) faulting
   // again is still the program, so it takes different programs to suspect the GPU.
-  const bool several = code == 13 ? pids.size() >= 2 : names.size() >= 2;
+  // Without a GPC/TPC (an "ESR" exception line) XID 13 names no unit either.
+  const bool unit_known = code == 13 && !Attr(first, "gpc").empty();
+  const bool several = unit_known ? pids.size() >= 2 : names.size() >= 2;
   const bool suspect_hw = several && !program_faults_elsewhere;
   std::string where = GpuLabel(first.component);
   if (code == 13 && !Attr(first, "gpc").empty()) where += " GPC " + Attr(first, "gpc") + " TPC " + Attr(first, "tpc");
@@ -275,7 +292,10 @@ void Rules::ProgramXidGroup(const std::vector<size_t>& idx, int64_t code) {
                 "run DCGM diagnostics (level 3) before returning it to service.";
     f.attrs["suspect"] = "hardware";
   } else {
-    f = Start(first, FaultClass::kUserApplication, Layer::kOs, Action::kNotifyUser, Severity::kWarning, 0.8);
+    // One exception from each process is the background of a shared GPU node (a notebook
+    // hitting a bad index); a process faulting again and again is an event.
+    f = Start(first, FaultClass::kUserApplication, Layer::kOs, Action::kNotifyUser,
+              RepeatsInOneProcess(idx, code) ? Severity::kWarning : Severity::kInfo, 0.8);
     std::string who = *names.begin();
     f.summary = XidLabel(code) + " on " + where + " from program " + who +
                 (pids.size() == 1 ? " (pid " + *pids.begin() + ")" : "") +

@@ -105,7 +105,13 @@ void MergeTokens(ComponentTokens& into, const ComponentTokens& from) {
 }
 
 bool SameComponent(const ComponentTokens& a, const ComponentTokens& b) {
-  return a.type == b.type && Intersect(a.identity, b.identity);
+  if (a.type == b.type) return Intersect(a.identity, b.identity);
+  // An HCA's InfiniBand port and the HCA's PCIe function are one card: fabric findings
+  // land on either (a port counter, or the device end of a link), joined by the bus
+  // address. Two ports of one card are not the same part, so only ib <-> pcie.
+  const bool ib_pcie = (a.type == ComponentType::kIb && b.type == ComponentType::kPcie) ||
+                       (a.type == ComponentType::kPcie && b.type == ComponentType::kIb);
+  return ib_pcie && Intersect(a.identity, b.identity);
 }
 
 bool SameComponent(const ComponentRef& a, const ComponentRef& b) { return SameComponent(TokensOf(a), TokensOf(b)); }

@@ -221,12 +221,13 @@ int64_t Distance(const Node& a, const Node& b) {
 }
 
 // Tie-breaks between causes that could each explain `symptom` (docs/isolator.md):
-// direct before weak, physical layer first, more severe first, closer in time, then
-// the earlier node.
+// direct before weak, physical layer first, closer in time, more severe, then the
+// earlier node. Time before severity: a condition that sat there for minutes without
+// this effect did not cause a symptom that began the moment something else changed.
 auto CandidateOrder(const std::vector<Node>& nodes, const Node& symptom, const Candidate& c) {
   const Node& n = nodes[static_cast<size_t>(c.index)];
   const bool weak = c.rule != nullptr && c.rule->weak;
-  return std::make_tuple(weak, n.layer, -static_cast<int>(n.severity), Distance(n, symptom), c.index);
+  return std::make_tuple(weak, n.layer, Distance(n, symptom), -static_cast<int>(n.severity), c.index);
 }
 
 std::optional<Candidate> BestCause(const std::vector<Node>& nodes, size_t s, const IsolateInput& input,

@@ -16,8 +16,13 @@ using isolate::RankedDiagnosis;
 
 constexpr std::array kHardwareLayers{Layer::kOob, Layer::kGpu, Layer::kOs, Layer::kFabric};
 
+// Background: nothing the node's operator must act on. An isolated program fault
+// (severity info) only asks to tell its owner, so it is background for the node too.
 bool Informational(const RankedDiagnosis& r) {
-  return r.diagnosis.severity == Severity::kInfo && r.diagnosis.action <= Action::kMonitor;
+  const Diagnosis& d = r.diagnosis;
+  if (d.severity != Severity::kInfo) return false;
+  return d.action <= Action::kMonitor ||
+         (d.fault_class == FaultClass::kUserApplication && d.action <= Action::kNotifyUser);
 }
 
 // "; no data from: oob, fabric": layers that could neither accuse nor be ruled out.

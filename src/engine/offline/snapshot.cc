@@ -50,22 +50,11 @@ struct ValueSpan {
 ValueSpan ScanValue(std::string_view text, size_t begin) {
   ValueSpan span;
   int depth = 0;
-  bool in_string = false, escaped = false;
+  JsonStructureScanner scan;
   for (size_t i = begin; i < text.size(); ++i) {
     const char c = text[i];
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
+    if (!scan.Structural(c)) continue;
+    if (c == '{' || c == '[') {
       span.depth = std::max(span.depth, ++depth);
     } else if ((c == '}' || c == ']') && --depth == 0) {
       span.end = i + 1;

@@ -44,6 +44,8 @@ AccuracyReport ScoreRuns(const std::vector<ScenarioRun>& runs) {
       ttd.push_back(std::max(0.0, *r.first_correct_s - r.truth.start_s));
       ++rep.diagnosed;
     }
+    rep.agent_tick_ms_mean += r.agent_tick_ms_mean / static_cast<double>(runs.size());
+    rep.agent_tick_ms_max = std::max(rep.agent_tick_ms_max, r.agent_tick_ms_max);
     if (!r.wrong_hardware_actions.empty()) {
       ++rep.wrong_hardware_actions;
       for (const std::string& w : r.wrong_hardware_actions) rep.wrong_action_details.push_back(r.name + ": " + w);

@@ -30,6 +30,8 @@ struct AccuracyReport {
   int diagnosed = 0;              // scenarios with a first correct diagnosis (time known)
   double ttd_median_s = 0;        // fault start -> first correct primary (diagnosed ones)
   double ttd_max_s = 0;
+  double agent_tick_ms_mean = 0;  // real time per evaluating tick, mean over runs
+  double agent_tick_ms_max = 0;
   int wrong_hardware_actions = 0;  // scenarios with at least one
   std::vector<std::string> wrong_action_details;
   std::vector<std::string> misses;  // "scenario: truth X, got Y on Z"

@@ -187,14 +187,22 @@ Result<ScenarioRun> RunScenarioLockstep(const NodeScenario& scenario, const Lock
   run.name = scenario.name;
   run.truth = scenario.truth;
   std::string last_signature;
+  double tick_ms_sum = 0;
+  int64_t ticks_evaluated = 0;
   const int64_t ticks = static_cast<int64_t>(scenario.duration_s / o.tick_s);
   for (int64_t i = 0; i <= ticks; ++i) {
     const double t = static_cast<double>(i) * o.tick_s;
     if (i > 0) clock.Advance(Ns(o.tick_s));
     (void)(*node)->AdvanceTo(t);  // failures are counted in the node's stats
     bool evaluated = false;
+    const auto tick_start = std::chrono::steady_clock::now();
     if (Status s = (*agent)->RunDue(&evaluated); !s.ok()) return s;
     if (!evaluated) continue;
+    const double tick_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tick_start).count();
+    tick_ms_sum += tick_ms;
+    ++ticks_evaluated;
+    run.agent_tick_ms_max = std::max(run.agent_tick_ms_max, tick_ms);
     const std::vector<Diagnosis> dx = (*agent)->LastDiagnoses();
     if (o.on_evaluation) o.on_evaluation(t, dx);
     if (dx.empty()) continue;
@@ -225,6 +233,7 @@ Result<ScenarioRun> RunScenarioLockstep(const NodeScenario& scenario, const Lock
       }
     }
   }
+  run.agent_tick_ms_mean = ticks_evaluated ? tick_ms_sum / static_cast<double>(ticks_evaluated) : 0;
   run.final_diagnoses = (*agent)->LastDiagnoses();
   run.agent = (*agent)->stats();
   if (Status s = (*agent)->Stop(); !s.ok()) return s;

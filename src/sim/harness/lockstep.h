@@ -52,6 +52,10 @@ struct ScenarioRun {
   daemon::AgentStats agent;
   SimNodeStats node;
   double wall_s = 0;
+  // Real time the agent spent per lockstep tick that evaluated (its polls + evaluation):
+  // what the simulated-clock latency does not include.
+  double agent_tick_ms_mean = 0;
+  double agent_tick_ms_max = 0;
 };
 
 // The agent configuration that points every source at the simulated node.
