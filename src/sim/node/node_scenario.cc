@@ -248,7 +248,10 @@ Status ParseFault(const Json& j, size_t index, const NodeSpec& node, NodeFault& 
   FL_TRY(ReadInt(j, "nvswitch", w, 0, 3, f.nvswitch));
   FL_TRY(ReadInt(j, "hca", w, 0, 7, f.hca));
   FL_TRY(ReadInt(j, "nic", w, 0, 1, f.nic));
-  FL_TRY(ReadNumber(j, "value", w, -1e9, 1e9, f.value));
+  // Every value is a magnitude (a rate, a temperature, volts, watts, a factor).
+  FL_TRY(ReadNumber(j, "value", w, 0, 1e9, f.value));
+  if (f.kind == NodeFaultKind::kStraggler && f.value < 1) return Bad(w + ".value", "a slowdown factor is >= 1");
+  if (f.kind == NodeFaultKind::kInputSag && f.value > 300) return Bad(w + ".value", "input volts above 300");
   FL_TRY(ReadNumber(j, "ramp_s", w, 0, kMaxDurationS, f.ramp_s));
   FL_TRY(ReadInt(j, "count", w, 1, 100000, f.count));
   FL_TRY(ReadNumber(j, "every_s", w, 0, kMaxDurationS, f.every_s));
