@@ -251,4 +251,53 @@ TEST_F(DaemonAgentScripted, StoreThatCannotOpenIsAnError) {
 }
 
 }  // namespace
+// RunDue: the daemon's schedule on the caller's thread (the simulator's lockstep).
+TEST_F(DaemonAgentScripted, RunDuePollsEachSourceOnItsOwnIntervalByTheClock) {
+  config_.kmsg.interval_ns = kSec;
+  config_.nvml.interval_ns = 5 * kSec;
+  config_.agent.evaluate_interval_ns = 2 * kSec;
+  config_.agent.max_backoff_ns = 8 * kSec;
+  auto fast = std::make_unique<ScriptedSource>("kmsg", Layer::kOs);
+  auto slow = std::make_unique<ScriptedSource>("nvml", Layer::kGpu);
+  auto broken = std::make_unique<ScriptedSource>("sysfs", Layer::kFabric);
+  ScriptedSource* f = fast.get();
+  ScriptedSource* s = slow.get();
+  ScriptedSource* b = broken.get();
+  config_.sysfs.interval_ns = kSec;
+  for (int i = 0; i < 20; ++i) b->Add(Status(StatusCode::kUnavailable, "no sysfs"));
+  std::vector<std::unique_ptr<AgentSource>> sources;
+  sources.push_back(std::move(fast));
+  sources.push_back(std::move(slow));
+  sources.push_back(std::move(broken));
+  auto agent = Agent::CreateWithSources(config_, std::move(sources), clock_, logger_);
+  ASSERT_TRUE(agent.ok()) << agent.status().ToString();
+  int evaluated_ticks = 0;
+  for (int t = 0; t <= 15; ++t) {  // 16 ticks of 1 s
+    bool evaluated = false;
+    ASSERT_TRUE((*agent)->RunDue(&evaluated).ok());
+    evaluated_ticks += evaluated;
+    clock_.Advance(kSec);
+  }
+  EXPECT_EQ(f->polls, 16);  // every second
+  EXPECT_EQ(s->polls, 4);   // t = 0, 5, 10, 15
+  EXPECT_EQ(b->polls, 5);   // failing: back-off 1, 2, 4, 8 s -> t = 0, 1, 3, 7, 15
+  EXPECT_EQ(evaluated_ticks, 16);  // a poll happened every tick, so each evaluated
+  EXPECT_EQ((*agent)->stats().evaluations, 16u);
+}
+
+TEST_F(DaemonAgentScripted, RunDueWithNothingToPollEvaluatesOnTheEvaluateInterval) {
+  config_.workload.interval_ns = 100 * kSec;
+  config_.agent.evaluate_interval_ns = 3 * kSec;
+  auto agent = NewAgent(std::make_unique<ScriptedSource>());
+  ASSERT_NE(agent, nullptr);
+  std::vector<int> evaluated_at;
+  for (int t = 0; t <= 9; ++t) {
+    bool evaluated = false;
+    ASSERT_TRUE(agent->RunDue(&evaluated).ok());
+    if (evaluated) evaluated_at.push_back(t);
+    clock_.Advance(kSec);
+  }
+  EXPECT_EQ(evaluated_at, (std::vector<int>{0, 3, 6, 9}));  // t=0 also polled the source
+}
+
 }  // namespace faultline::daemon
