@@ -32,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (s.gpus.size() != static_cast<size_t>(sc->node.gpus) || s.psus.size() != static_cast<size_t>(sc->node.psus)) {
     std::abort();
   }
-  (void)RenderBmcResources(s);
+  (void)RenderBmcResources(s, sc->node.psu_capacity_w);
   (void)model.TakeKmsg();
   (void)model.TakeSel();
   (void)model.TakeSteps();

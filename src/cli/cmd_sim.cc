@@ -32,6 +32,7 @@ using sim::ScenarioRun;
 volatile std::sig_atomic_t g_stop = 0;  // set by SIGINT/SIGTERM in the real-time mode
 extern "C" void OnSignal(int) { g_stop = 1; }
 
+// On tmpfs when there is one: a node is ~1000 small files rewritten every tick.
 std::string DefaultWorkdir(const std::string& tag) {
   std::error_code ec;
   const std::string base = fs::is_directory("/dev/shm", ec) && ::access("/dev/shm", W_OK) == 0

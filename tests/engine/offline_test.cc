@@ -98,7 +98,8 @@ constexpr std::string_view kXid48 =
 TEST(OfflineInputTest, KernelBusIdLandsOnTheGpuAnNvmlSnapshotNamed) {
   std::vector<Observation> alone = KernelLines(kXid48);
   ASSERT_FALSE(alone.empty());
-  const Finding* unmapped = Find(BuildOfflineInput(alone, {}), FaultClass::kHbmUncorrectable);
+  const IsolateInput alone_in = BuildOfflineInput(alone, {});  // kept alive: Find points into it
+  const Finding* unmapped = Find(alone_in, FaultClass::kHbmUncorrectable);
   ASSERT_NE(unmapped, nullptr);
   EXPECT_NE(unmapped->component.Id(), "gpu/1");  // the bus id stays as seen
 

@@ -52,7 +52,7 @@ Json Collection(const std::string& uri, const std::string& type, Json members) {
 
 }  // namespace
 
-BmcResources RenderBmcResources(const NodeState& s) {
+BmcResources RenderBmcResources(const NodeState& s, double psu_rated_w) {
   BmcResources r;
   Json psus = Json::array();
   for (size_t i = 0; i < s.psus.size(); ++i) {
@@ -64,7 +64,7 @@ BmcResources RenderBmcResources(const NodeState& s) {
                     {"SerialNumber", "PSU-SN-0" + std::to_string(4417 + i)},
                     {"Status", StatusOf(p.state, p.health)},
                     {"LineInputVoltage", Round1(p.input_v)},
-                    {"PowerCapacityWatts", Round1(p.capacity_w > 0 ? p.capacity_w : 3300)},
+                    {"PowerCapacityWatts", Round1(psu_rated_w)},
                     {"LastPowerOutputWatts", Round1(p.output_w)}});
   }
   const std::string redundancy = RedundancyHealth(s);
@@ -135,8 +135,8 @@ BmcResources RenderBmcResources(const NodeState& s) {
   return r;
 }
 
-Status WriteBmcTree(const std::string& dir, const NodeState& state, int64_t utc_ns) {
-  const BmcResources r = RenderBmcResources(state);
+Status WriteBmcTree(const std::string& dir, const NodeState& state, double psu_rated_w, int64_t utc_ns) {
+  const BmcResources r = RenderBmcResources(state, psu_rated_w);
   const std::string v1 = "/redfish/v1";
   std::vector<std::pair<std::string, Json>> docs;
   docs.push_back({v1, {{"@odata.id", v1},

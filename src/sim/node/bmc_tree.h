@@ -30,13 +30,13 @@ struct BmcResources {
   nlohmann::json pumps;    // Pumps Members (expanded)
 };
 
-BmcResources RenderBmcResources(const NodeState& state);
+// `psu_rated_w`: each PSU's rating (a failed PSU still reports it).
+BmcResources RenderBmcResources(const NodeState& state, double psu_rated_w);
 
 // Writes the whole tree as `<dir>/redfish/v1/.../index.json`.
-Status WriteBmcTree(const std::string& dir, const NodeState& state, int64_t utc_ns);
+Status WriteBmcTree(const std::string& dir, const NodeState& state, double psu_rated_w, int64_t utc_ns);
 
 // A SEL LogEntry for an event recorded at `created` (ISO 8601).
 nlohmann::json SelEntryJson(const SimSel& sel, const std::string& created);
-inline std::string SelOrigin(const SimSel& sel) { return sel.origin; }
 
 }  // namespace faultline::sim

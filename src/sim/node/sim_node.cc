@@ -151,7 +151,7 @@ Status SimNode::Init() {
 
   if (scenario_.node.bmc) {
     fs::remove_all(bmc_dir_, ec);
-    if (Status s = WriteBmcTree(bmc_dir_, model_->state(), options_.time.Utc(0)); !s.ok()) return s;
+    if (Status s = WriteBmcTree(bmc_dir_, model_->state(), scenario_.node.psu_capacity_w, options_.time.Utc(0)); !s.ok()) return s;
     MockBmcOptions o;
     o.mockup_dir = bmc_dir_;
     o.worker_threads = 4;
@@ -300,7 +300,7 @@ Status SimNode::PublishBmc() {
     if (first.ok() && !st.ok()) first = st;
   };
   note(bmc_->SetValue("/redfish/v1/Managers/BMC", "/DateTime", Json(FormatIso8601(options_.time.Utc(s.t))).dump()));
-  BmcResources r = RenderBmcResources(s);
+  BmcResources r = RenderBmcResources(s, scenario_.node.psu_capacity_w);
   auto set_all = [&](const std::string& uri, const Json& doc, std::string& last) {
     std::string text = doc.dump();
     if (text == last) return;
@@ -333,7 +333,7 @@ Status SimNode::PublishBmc() {
     ev.message = e.message;
     ev.severity = e.severity;
     ev.timestamp = when;
-    ev.origin = SelOrigin(e);
+    ev.origin = e.origin;
     if (!e.message_id.empty()) bmc_->PushEvent(ev);
   }
   pending_sel_.erase(pending_sel_.begin(), pending_sel_.begin() + static_cast<std::ptrdiff_t>(done));
