@@ -1,7 +1,9 @@
 #include "cli/render.h"
 
 #include <cstdio>
+#include <sstream>
 
+#include "core/json.h"
 #include "core/time.h"
 
 namespace faultline::cli {
@@ -38,6 +40,44 @@ std::string DescribeComponent(const ComponentRef& c) {
   return keys.empty() ? s : s + " (" + keys + ")";
 }
 
+namespace {
+
+// Redfish evidence is the raw JSON of the resource or log entry (kept whole in --json);
+// on a terminal its message, or its name and status, say the same in one glance.
+std::string ReadableEvidence(const std::string& text) {
+  if (text.empty() || text.front() != '{') return text;
+  const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return text;  // cut JSON (the raw field is bounded) stays as it is
+  auto str = [&j](const char* key) {
+    auto it = j.find(key);
+    return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  if (std::string message = str("Message"); !message.empty()) {
+    std::string id = str("MessageId");
+    return id.empty() ? message : message + " [" + id + "]";
+  }
+  std::string name = str("Name");
+  if (name.empty()) name = str("MemberId");
+  auto status = j.find("Status");
+  if (name.empty() || status == j.end() || !status->is_object()) return text;
+  std::string out = name;
+  for (const char* key : {"State", "Health"}) {
+    auto it = status->find(key);
+    if (it != status->end() && it->is_string()) out += " " + it->get<std::string>();
+  }
+  for (const char* key : {"ReadingCelsius", "LineInputVoltage", "Reading"}) {
+    auto it = j.find(key);
+    if (it != j.end() && it->is_number()) {
+      std::ostringstream os;
+      os << " " << key << "=" << it->get<double>();
+      out += os.str();
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string DescribeEvidence(const Evidence& e) {
   std::string when;
   if (e.time_ns != 0) {
@@ -50,7 +90,11 @@ std::string DescribeEvidence(const Evidence& e) {
   } else {
     when = "(no time)";
   }
-  std::string line = when + "  " + std::string(ToString(e.source)) + "  " + OneLine(e.text);
+  // A reading ("clocks_event_reasons=0x88") does not say whose it is; a log line does.
+  const bool reading = e.source == Source::kNvml || e.source == Source::kDcgmExporter || e.source == Source::kSysfs;
+  const bool name_it = reading && !e.component.empty() && e.text.find(e.component) == std::string::npos;
+  std::string line = when + "  " + std::string(ToString(e.source)) + "  " + (name_it ? e.component + ": " : "") +
+                     OneLine(ReadableEvidence(e.text));
   if (e.count > 1) line += "  (x" + std::to_string(e.count) + ")";
   return line;
 }

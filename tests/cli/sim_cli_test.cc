@@ -58,6 +58,26 @@ TEST_F(CliSimTest, AgentRunPrintsTheVerdictAsJson) {
   EXPECT_FALSE(fs::exists(dir_ + "/w"));  // cleaned up without --keep
 }
 
+TEST_F(CliSimTest, DemoPrintsTheCauseTheChainAndWhatWasRuledOut) {
+  // What `make demo` runs (shortened): the human report an operator reads.
+  RunResult r = Faultline("sim --agent --duration 260 --workdir " + dir_ + "/d --scenario " +
+                          Scenario("demo-psu-degrading-power-brake.yaml"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("1. power_supply  [oob]  psu/PSU2"), std::string::npos) << r.out;
+  // Evidence from three layers, readable: the SEL message, whose reading, the slow steps.
+  EXPECT_NE(r.out.find("redfish  Power Supply PSU2 predictive failure [Power.1.0.PowerSupplyPredictiveFailure]"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("nvml  gpu/0: clocks_event_reasons=0x88"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("explains: gpu_power_brake on gpu/7"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("explains: slow steps"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ruled out:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("fabric: no fault in the fabric layer"), std::string::npos) << r.out;
+  // The user's XID 13 is reported, as the program's.
+  EXPECT_NE(r.out.find("user_application  [os]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("verdict: CORRECT"), std::string::npos) << r.out;
+}
+
 TEST_F(CliSimTest, AccuracyBenchScoresADirectory) {
   // Two short scenarios: a decoy and a fault, shortened so the test stays quick.
   for (const char* name : {"healthy-node.yaml", "gpu7-fell-off-bus.yaml"}) {
