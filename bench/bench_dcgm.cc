@@ -1,11 +1,11 @@
 // Cost of reading one dcgm-exporter scrape: Prometheus text parse, mapping to
 // observations, and the GPU detector set over them, on the saved 8-GPU H100 scrape in
 // tests/dcgm/data (360 lines, ~70 KiB, 36 series per GPU).
+#include <benchmark/benchmark.h>
+
 #include <fstream>
 #include <sstream>
 #include <string>
-
-#include <benchmark/benchmark.h>
 
 #include "engine/detect/gpu_detectors.h"
 #include "parse/prometheus.h"

@@ -47,14 +47,15 @@ IsolateInput NodeInput(int n, bool distinct) {
   for (int g = 0; g < 8; ++g) {
     in.findings.push_back(MakeFinding(Layer::kGpu, FaultClass::kGpuPowerBrake, Gpu(g), kT0 + (10 + g) * kSec));
   }
-  in.findings.push_back(MakeFinding(Layer::kWorkload, FaultClass::kWorkloadImbalance, HostComponent("job"),
-                                    kT0 + 60 * kSec));
+  in.findings.push_back(
+      MakeFinding(Layer::kWorkload, FaultClass::kWorkloadImbalance, HostComponent("job"), kT0 + 60 * kSec));
   constexpr FaultClass kNoise[] = {FaultClass::kUserApplication, FaultClass::kHbmSbeAging, FaultClass::kNvlinkErrors,
                                    FaultClass::kIbLinkErrors};
   for (int i = static_cast<int>(in.findings.size()); i < n; ++i) {
     const FaultClass cls = kNoise[i % 4];
     ComponentRef ref = Gpu(i % 8);
-    if (cls == FaultClass::kNvlinkErrors) ref = {ComponentType::kNvlink, std::to_string(i % 8) + "/" + std::to_string(i % 18), {}};
+    if (cls == FaultClass::kNvlinkErrors)
+      ref = {ComponentType::kNvlink, std::to_string(i % 8) + "/" + std::to_string(i % 18), {}};
     if (cls == FaultClass::kIbLinkErrors) ref = {ComponentType::kIb, "mlx5_" + std::to_string(i % 8) + "/1", {}};
     if (distinct) ref = {ComponentType::kIb, "mlx5_" + std::to_string(i) + "/1", {}};
     const Layer layer = cls == FaultClass::kUserApplication ? Layer::kOs

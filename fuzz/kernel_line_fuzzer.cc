@@ -11,8 +11,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   faultline::LogLine parsed = faultline::ParseLogLine(line, 1'700'000'000'000'000'000);
   faultline::KernelEvent ev = faultline::ClassifyKernelMessage(parsed.message);
   // Every view the classifier returns must point into the input.
-  for (std::string_view v : {ev.driver, ev.device, ev.pid, ev.process, ev.message, ev.severity, ev.detail, ev.source,
-                             ev.unit}) {
+  for (std::string_view v :
+       {ev.driver, ev.device, ev.pid, ev.process, ev.message, ev.severity, ev.detail, ev.source, ev.unit}) {
     if (!v.empty() && (v.data() < line.data() || v.data() + v.size() > line.data() + line.size())) __builtin_trap();
   }
   return 0;

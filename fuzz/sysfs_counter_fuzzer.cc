@@ -17,7 +17,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (r.ok() && r->empty()) __builtin_trap();  // contract: ok means at least one line
       break;
     }
-    case 1: (void)ParseCounter(text); break;
+    case 1:
+      (void)ParseCounter(text);
+      break;
     case 2: {
       auto r = ParseLinkSpeed(text);
       if (r.ok()) (void)PcieGenFromSpeed(*r);
@@ -28,9 +30,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (r.ok() && (*r < 0 || *r > 32)) __builtin_trap();
       break;
     }
-    case 4: (void)ParseIbState(text); break;
-    case 5: (void)ParseIbRate(text); break;
-    default: (void)ParsePciId(text); break;
+    case 4:
+      (void)ParseIbState(text);
+      break;
+    case 5:
+      (void)ParseIbRate(text);
+      break;
+    default:
+      (void)ParsePciId(text);
+      break;
   }
   return 0;
 }

@@ -62,8 +62,8 @@ int RunCollectIpmi(const CollectIpmiArgs& a) {
     std::cout << Json{{"observations", r.observations}, {"findings", findings}, {"errors", r.errors}}.dump(2) << "\n";
   } else {
     for (const auto& o : r.observations) {
-      std::cout << FormatIso8601(o.time_ns) << "  " << o.attrs.at("sensor_type") << "  " << o.attrs.at("sensor")
-                << "  " << o.text << "  (" << o.attrs.at("assertion") << ")\n";
+      std::cout << FormatIso8601(o.time_ns) << "  " << o.attrs.at("sensor_type") << "  " << o.attrs.at("sensor") << "  "
+                << o.text << "  (" << o.attrs.at("assertion") << ")\n";
     }
     RenderFindings(std::cout, findings);
     for (const auto& e : r.errors) std::cerr << "error: " << e << "\n";

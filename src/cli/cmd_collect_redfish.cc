@@ -69,13 +69,17 @@ void PrintHuman(const redfish::SweepResult& r, const std::vector<Finding>& findi
   RenderFindings(std::cout, findings);
   for (const auto& w : r.warnings) std::cerr << "warning: " << w << "\n";
   for (const auto& e : r.errors) std::cerr << "error: " << e << "\n";
-  std::cerr << r.observations.size() << " observations, " << r.requests << " requests, "
-            << r.duration_ns / kNsPerMs << " ms\n";
+  std::cerr << r.observations.size() << " observations, " << r.requests << " requests, " << r.duration_ns / kNsPerMs
+            << " ms\n";
 }
 
 Json SweepJson(const redfish::SweepResult& r, const std::vector<Finding>& findings) {
-  Json j{{"observations", r.observations}, {"findings", findings}, {"errors", r.errors},
-         {"warnings", r.warnings},         {"requests", r.requests}, {"resources", r.resources},
+  Json j{{"observations", r.observations},
+         {"findings", findings},
+         {"errors", r.errors},
+         {"warnings", r.warnings},
+         {"requests", r.requests},
+         {"resources", r.resources},
          {"duration_ms", r.duration_ns / kNsPerMs}};
   if (r.bmc_offset_ns) j["bmc_offset_ns"] = *r.bmc_offset_ns;
   return j;
@@ -96,8 +100,8 @@ int RunCollect(const CollectRedfishArgs& a) {
   redfish::RedfishClientOptions co;
   co.base_url = a.url;
   co.credentials = *creds;
-  co.auth = a.basic ? redfish::AuthMode::kBasic
-                    : (creds->empty() ? redfish::AuthMode::kNone : redfish::AuthMode::kSession);
+  co.auth =
+      a.basic ? redfish::AuthMode::kBasic : (creds->empty() ? redfish::AuthMode::kNone : redfish::AuthMode::kSession);
   co.max_in_flight = a.max_in_flight;
   co.request_timeout_ms = static_cast<int64_t>(a.timeout_s * 1000);
   redfish::RedfishClient client(http, clock, co);
@@ -154,11 +158,12 @@ int RunBench(const BenchArgs& a) {
     redfish::RedfishCollector collector(client, {.node = "bench", .workers = a.max_in_flight});
     (*bmc)->ResetCounters();
     redfish::SweepResult r = collector.Sweep(clock.MonotonicNs() + 600 * kNsPerSec);
-    std::printf("sweep %d: %.1f ms, %llu requests (mock saw %llu), %zu observations, %zu errors, latency %d ms, "
-                "in flight %d\n",
-                i + 1, r.duration_ns / 1e6, static_cast<unsigned long long>(r.requests),
-                static_cast<unsigned long long>((*bmc)->total_requests()), r.observations.size(), r.errors.size(),
-                a.latency_ms, a.max_in_flight);
+    std::printf(
+        "sweep %d: %.1f ms, %llu requests (mock saw %llu), %zu observations, %zu errors, latency %d ms, "
+        "in flight %d\n",
+        i + 1, r.duration_ns / 1e6, static_cast<unsigned long long>(r.requests),
+        static_cast<unsigned long long>((*bmc)->total_requests()), r.observations.size(), r.errors.size(), a.latency_ms,
+        a.max_in_flight);
     if (!r.errors.empty()) rc = kExitFailure;
   }
   client.Logout();

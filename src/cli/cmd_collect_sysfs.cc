@@ -131,7 +131,7 @@ Json SampleJson(const SysfsSample& s, const std::string& node, const std::vector
   Json errors = Json::array();
   for (const Status& e : s.errors) errors.push_back({{"code", StatusCodeName(e.code())}, {"message", e.message()}});
   return Json{{"time", FormatIso8601(s.time_ns)}, {"time_ns", s.time_ns}, {"node", node},
-              {"observations", s.observations}, {"findings", findings}, {"errors", errors}};
+              {"observations", s.observations},   {"findings", findings}, {"errors", errors}};
 }
 
 int Run(const CollectSysfsArgs& args, const char* name) {
@@ -180,7 +180,8 @@ int Run(const CollectSysfsArgs& args, const char* name) {
 
 void AddOptions(CLI::App* cmd, CollectSysfsArgs& args) {
   cmd->add_option("--root", args.root, "Filesystem root holding sys/ (default /; a fake tree in tests)");
-  cmd->add_flag("--json", args.json, "One JSON object per sample and line: {time, node, observations, findings, errors}");
+  cmd->add_flag("--json", args.json,
+                "One JSON object per sample and line: {time, node, observations, findings, errors}");
   cmd->add_option("--interval", args.interval_s, "Seconds between samples (default 10)");
   cmd->add_option("--count", args.count, "Number of samples (default 1; rates need 2 or more)");
   cmd->add_option("--node", args.node, "Node name stamped on observations (default: the host name)");

@@ -50,9 +50,8 @@ std::string Seconds(double s) {
 nlohmann::json RunJson(const ScenarioRun& r) {
   nlohmann::json j;
   j["scenario"] = r.name;
-  j["truth"] = {{"fault_class", ToString(r.truth.fault_class)},
-                {"components", r.truth.components},
-                {"start_s", r.truth.start_s}};
+  j["truth"] = {
+      {"fault_class", ToString(r.truth.fault_class)}, {"components", r.truth.components}, {"start_s", r.truth.start_s}};
   j["final"] = r.final_diagnoses.empty() ? nlohmann::json() : nlohmann::json(r.final_diagnoses.front());
   j["correct_class"] = r.final_correct_class;
   j["correct_component"] = r.final_correct_component;
@@ -108,8 +107,8 @@ struct SimArgs {
 
 // --check: the scenario as parsed (what the simulator will do), nothing run.
 void PrintScenario(const NodeScenario& sc) {
-  std::cout << "scenario " << sc.name << " (" << Seconds(sc.duration_s) << ", seed " << sc.seed << "): "
-            << sc.description << "\n"
+  std::cout << "scenario " << sc.name << " (" << Seconds(sc.duration_s) << ", seed " << sc.seed
+            << "): " << sc.description << "\n"
             << "node: " << sc.node.gpus << " GPUs, " << sc.node.psus << " PSUs x " << sc.node.psu_capacity_w << " W, "
             << sc.node.fans << " fans, BMC " << (sc.node.bmc ? "yes" : "no") << ", row remap "
             << (sc.node.row_remap ? "yes" : "no") << "\n"
@@ -216,7 +215,8 @@ struct AccuracyArgs {
 void PrintReport(const sim::AccuracyReport& rep, const std::vector<ScenarioRun>& runs) {
   std::cout << "scenarios: " << rep.scenarios << "\n\nper scenario:\n";
   for (const ScenarioRun& r : runs) {
-    const std::string got = r.final_diagnoses.empty() ? "(none)" : std::string(ToString(r.final_diagnoses[0].fault_class));
+    const std::string got =
+        r.final_diagnoses.empty() ? "(none)" : std::string(ToString(r.final_diagnoses[0].fault_class));
     std::cout << "  " << (r.final_correct_class && r.final_correct_component ? "ok   " : "MISS ") << std::left
               << std::setw(40) << r.name << std::setw(22) << got
               << (r.first_correct_s ? "ttd " + Seconds(std::max(0.0, *r.first_correct_s - r.truth.start_s)) : "")
@@ -231,13 +231,14 @@ void PrintReport(const sim::AccuracyReport& rep, const std::vector<ScenarioRun>&
   std::cout << "\nper class:            precision recall  f1    support\n";
   for (const auto& [name, c] : rep.classes) {
     std::cout << "  " << std::left << std::setw(22) << name << std::right << std::fixed << std::setprecision(3)
-              << std::setw(6) << c.precision << "  " << std::setw(6) << c.recall << "  " << std::setw(6) << c.f1
-              << "  " << c.support << "\n";
+              << std::setw(6) << c.precision << "  " << std::setw(6) << c.recall << "  " << std::setw(6) << c.f1 << "  "
+              << c.support << "\n";
   }
-  std::cout << std::setprecision(3) << "\nmacro-F1: " << rep.macro_f1 << "\nprimary-diagnosis accuracy: "
-            << rep.primary_accuracy << "\ncomponent accuracy: " << rep.component_accuracy
-            << "\nfault -> first correct diagnosis: median " << Seconds(rep.ttd_median_s) << ", max "
-            << Seconds(rep.ttd_max_s) << " (" << rep.diagnosed << " diagnosed; simulated clock, lockstep tick 0.25 s)"
+  std::cout << std::setprecision(3) << "\nmacro-F1: " << rep.macro_f1
+            << "\nprimary-diagnosis accuracy: " << rep.primary_accuracy
+            << "\ncomponent accuracy: " << rep.component_accuracy << "\nfault -> first correct diagnosis: median "
+            << Seconds(rep.ttd_median_s) << ", max " << Seconds(rep.ttd_max_s) << " (" << rep.diagnosed
+            << " diagnosed; simulated clock, lockstep tick 0.25 s)"
             << "\nagent time per evaluating tick (polls due + evaluation, real): mean " << rep.agent_tick_ms_mean
             << " ms, max " << rep.agent_tick_ms_max << " ms"
             << "\nwrong hardware actions: " << rep.wrong_hardware_actions << "\n";
@@ -248,7 +249,10 @@ void PrintReport(const sim::AccuracyReport& rep, const std::vector<ScenarioRun>&
 nlohmann::json ReportJson(const sim::AccuracyReport& rep, const std::vector<ScenarioRun>& runs) {
   nlohmann::json classes = nlohmann::json::object();
   for (const auto& [name, c] : rep.classes) {
-    classes[name] = {{"precision", c.precision}, {"recall", c.recall}, {"f1", c.f1}, {"support", c.support},
+    classes[name] = {{"precision", c.precision},
+                     {"recall", c.recall},
+                     {"f1", c.f1},
+                     {"support", c.support},
                      {"predicted", c.predicted}};
   }
   nlohmann::json scenario_runs = nlohmann::json::array();
@@ -341,7 +345,8 @@ void AddSimCommand(CliApp& app) {
   cmd->add_option("--scenario", args->scenario, "Scenario file (YAML or JSON)")->required();
   cmd->add_option("--speed", args->speed, "Scenario seconds per wall-clock second in real-time mode (default 1)")
       ->check(CLI::Range(0.01, 1000.0));
-  cmd->add_option("--duration", args->duration, "Override the scenario's duration (seconds)")->check(CLI::PositiveNumber);
+  cmd->add_option("--duration", args->duration, "Override the scenario's duration (seconds)")
+      ->check(CLI::PositiveNumber);
   AddRunOptions(cmd, args->workdir, args->nvml_lib, args->keep);
   cmd->add_flag("--agent", args->agent, "Run the agent in lockstep and print the diagnosis");
   cmd->add_flag("--json", args->json, "With --agent: the run as JSON (timeline, final diagnosis, verdict)");

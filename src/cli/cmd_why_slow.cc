@@ -37,7 +37,8 @@ int Run(const WhySlowArgs& args) {
   SystemClock clock;
   daemon::WhySlowQuery query;
   query.node = args.node;
-  if (!ParseBound(args.since, clock.NowNs(), query.since_ns) || !ParseBound(args.until, clock.NowNs(), query.until_ns)) {
+  if (!ParseBound(args.since, clock.NowNs(), query.since_ns) ||
+      !ParseBound(args.until, clock.NowNs(), query.until_ns)) {
     std::cerr << "faultline why-slow: --since/--until take ISO 8601 times or durations like 2h\n";
     return kExitUsage;
   }

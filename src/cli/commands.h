@@ -8,9 +8,9 @@
 namespace faultline::cli {
 
 // Exit codes shared by every subcommand.
-constexpr int kExitOk = 0;        // ran; findings (if any) are in the output
-constexpr int kExitFailure = 1;   // ran but could not complete (e.g. a source failed)
-constexpr int kExitUsage = 2;     // bad arguments, missing or unreadable input
+constexpr int kExitOk = 0;       // ran; findings (if any) are in the output
+constexpr int kExitFailure = 1;  // ran but could not complete (e.g. a source failed)
+constexpr int kExitUsage = 2;    // bad arguments, missing or unreadable input
 
 struct CliApp {
   CLI::App* root = nullptr;

@@ -25,8 +25,7 @@ constexpr Registrar kCommands[] = {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App root{
-      "faultline: find why a GPU node got slow or failed, across BMC, GPU, kernel-log and fabric telemetry."};
+  CLI::App root{"faultline: find why a GPU node got slow or failed, across BMC, GPU, kernel-log and fabric telemetry."};
   root.require_subcommand(1);
   root.set_version_flag("--version", "faultline 0.1.0");
   faultline::cli::CliApp app;

@@ -13,8 +13,10 @@ constexpr size_t kMaxEvidenceShown = 12;
 
 std::string OneLine(std::string s, size_t max = 200) {
   for (char& c : s) {
-    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-    else if (static_cast<unsigned char>(c) < 0x20) c = '?';  // never echo control bytes from logs to a terminal
+    if (c == '\n' || c == '\r' || c == '\t')
+      c = ' ';
+    else if (static_cast<unsigned char>(c) < 0x20)
+      c = '?';  // never echo control bytes from logs to a terminal
   }
   if (s.size() > max) s = s.substr(0, max - 3) + "...";
   return s;

@@ -56,8 +56,9 @@ void from_json(const Json& j, ComponentRef& v) {
 }
 
 void to_json(Json& j, const Observation& v) {
-  j = Json{{"time_ns", v.time_ns}, {"node", v.node}, {"layer", ToString(v.layer)}, {"component", v.component},
-           {"kind", ToString(v.kind)}, {"source", ToString(v.source)}, {"count", v.count}};
+  j = Json{{"time_ns", v.time_ns},     {"node", v.node},           {"layer", ToString(v.layer)},
+           {"component", v.component}, {"kind", ToString(v.kind)}, {"source", ToString(v.source)},
+           {"count", v.count}};
   if (v.mono_us) j["mono_us"] = *v.mono_us;
   if (v.seq) j["seq"] = *v.seq;
   if (v.value) j["value"] = *v.value;
@@ -85,8 +86,12 @@ void from_json(const Json& j, Observation& v) {
 }
 
 void to_json(Json& j, const Evidence& v) {
-  j = Json{{"time_ns", v.time_ns}, {"time", FormatIso8601(v.time_ns)}, {"source", ToString(v.source)},
-           {"component", v.component}, {"text", v.text}, {"count", v.count}};
+  j = Json{{"time_ns", v.time_ns},
+           {"time", FormatIso8601(v.time_ns)},
+           {"source", ToString(v.source)},
+           {"component", v.component},
+           {"text", v.text},
+           {"count", v.count}};
   if (v.mono_us) j["mono_us"] = *v.mono_us;
 }
 
@@ -100,9 +105,16 @@ void from_json(const Json& j, Evidence& v) {
 }
 
 void to_json(Json& j, const Finding& v) {
-  j = Json{{"layer", ToString(v.layer)}, {"component", v.component}, {"fault_class", ToString(v.fault_class)},
-           {"severity", ToString(v.severity)}, {"action", ToString(v.action)}, {"confidence", v.confidence},
-           {"first_ns", v.first_ns}, {"last_ns", v.last_ns}, {"count", v.count}, {"summary", v.summary},
+  j = Json{{"layer", ToString(v.layer)},
+           {"component", v.component},
+           {"fault_class", ToString(v.fault_class)},
+           {"severity", ToString(v.severity)},
+           {"action", ToString(v.action)},
+           {"confidence", v.confidence},
+           {"first_ns", v.first_ns},
+           {"last_ns", v.last_ns},
+           {"count", v.count},
+           {"summary", v.summary},
            {"evidence", v.evidence}};
   if (!v.attrs.empty()) j["attrs"] = v.attrs;
 }
@@ -133,10 +145,18 @@ void from_json(const Json& j, RuledOut& v) {
 }
 
 void to_json(Json& j, const Diagnosis& v) {
-  j = Json{{"fault_class", ToString(v.fault_class)}, {"layer", ToString(v.layer)}, {"component", v.component},
-           {"action", ToString(v.action)}, {"confidence", v.confidence}, {"severity", ToString(v.severity)},
-           {"first_ns", v.first_ns}, {"last_ns", v.last_ns}, {"summary", v.summary}, {"evidence", v.evidence},
-           {"ruled_out", v.ruled_out}, {"explains", v.explains}};
+  j = Json{{"fault_class", ToString(v.fault_class)},
+           {"layer", ToString(v.layer)},
+           {"component", v.component},
+           {"action", ToString(v.action)},
+           {"confidence", v.confidence},
+           {"severity", ToString(v.severity)},
+           {"first_ns", v.first_ns},
+           {"last_ns", v.last_ns},
+           {"summary", v.summary},
+           {"evidence", v.evidence},
+           {"ruled_out", v.ruled_out},
+           {"explains", v.explains}};
 }
 
 void from_json(const Json& j, Diagnosis& v) {

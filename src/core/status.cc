@@ -4,16 +4,26 @@ namespace faultline {
 
 std::string_view StatusCodeName(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "ok";
-    case StatusCode::kNotFound: return "not found";
-    case StatusCode::kInvalidArgument: return "invalid argument";
-    case StatusCode::kCorrupt: return "corrupt input";
-    case StatusCode::kUnavailable: return "unavailable";
-    case StatusCode::kTimeout: return "timeout";
-    case StatusCode::kPermissionDenied: return "permission denied";
-    case StatusCode::kUnsupported: return "unsupported";
-    case StatusCode::kIoError: return "I/O error";
-    case StatusCode::kInternal: return "internal error";
+    case StatusCode::kOk:
+      return "ok";
+    case StatusCode::kNotFound:
+      return "not found";
+    case StatusCode::kInvalidArgument:
+      return "invalid argument";
+    case StatusCode::kCorrupt:
+      return "corrupt input";
+    case StatusCode::kUnavailable:
+      return "unavailable";
+    case StatusCode::kTimeout:
+      return "timeout";
+    case StatusCode::kPermissionDenied:
+      return "permission denied";
+    case StatusCode::kUnsupported:
+      return "unsupported";
+    case StatusCode::kIoError:
+      return "I/O error";
+    case StatusCode::kInternal:
+      return "internal error";
   }
   return "unknown";
 }

@@ -12,13 +12,13 @@ namespace faultline {
 
 enum class StatusCode {
   kOk,
-  kNotFound,          // file, resource or symbol absent
-  kInvalidArgument,   // caller passed something unusable
-  kCorrupt,           // input present but malformed
-  kUnavailable,       // layer or service not reachable right now (retry later)
+  kNotFound,         // file, resource or symbol absent
+  kInvalidArgument,  // caller passed something unusable
+  kCorrupt,          // input present but malformed
+  kUnavailable,      // layer or service not reachable right now (retry later)
   kTimeout,
   kPermissionDenied,
-  kUnsupported,       // the device/driver/BMC does not offer this
+  kUnsupported,  // the device/driver/BMC does not offer this
   kIoError,
   kInternal,
 };
@@ -45,8 +45,8 @@ std::string_view StatusCodeName(StatusCode code);
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}           // NOLINT(google-explicit-constructor)
-  Result(Status status) : v_(std::move(status)) {}    // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}         // NOLINT(google-explicit-constructor)
+  Result(Status status) : v_(std::move(status)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return std::holds_alternative<T>(v_); }
   const T& value() const& { return std::get<T>(v_); }

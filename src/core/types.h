@@ -27,20 +27,65 @@ enum class Source { kRedfish, kNvml, kDcgmExporter, kKmsg, kSysfs, kIpmi, kRepla
 // detectors compute rates from consecutive samples.
 enum class ObsKind {
   // kernel log / driver
-  kXid, kSxid, kXidRecoveryAction, kGpuFellOffBus, kPcieAer, kHostMemoryError, kAppFault,
-  kKernelHang, kDriverError, kNicEvent,
+  kXid,
+  kSxid,
+  kXidRecoveryAction,
+  kGpuFellOffBus,
+  kPcieAer,
+  kHostMemoryError,
+  kAppFault,
+  kKernelHang,
+  kDriverError,
+  kNicEvent,
   // out-of-band
-  kSelEntry, kPsuState, kTemperature, kVoltage, kPower, kPowerCapacity, kFanSpeed, kFanState,
-  kCoolantTemp, kCoolantFlow, kPumpState, kLeak, kHealth,
+  kSelEntry,
+  kPsuState,
+  kTemperature,
+  kVoltage,
+  kPower,
+  kPowerCapacity,
+  kFanSpeed,
+  kFanState,
+  kCoolantTemp,
+  kCoolantFlow,
+  kPumpState,
+  kLeak,
+  kHealth,
   // GPU integrity
-  kEccSbe, kEccDbe, kRowRemapCorrectable, kRowRemapUncorrectable, kRowRemapPending, kRowRemapFailure,
-  kRetiredPages, kRetiredPagesPending, kClockThrottle, kClock, kPowerLimit, kGpuLost, kGpuIdentity,
+  kEccSbe,
+  kEccDbe,
+  kRowRemapCorrectable,
+  kRowRemapUncorrectable,
+  kRowRemapPending,
+  kRowRemapFailure,
+  kRetiredPages,
+  kRetiredPagesPending,
+  kClockThrottle,
+  kClock,
+  kPowerLimit,
+  kGpuLost,
+  kGpuIdentity,
   // interconnect
-  kPcieReplay, kPcieLinkWidth, kPcieLinkSpeed, kPcieLinkGen, kNvlinkState, kNvlinkCrcFlit,
-  kNvlinkCrcData, kNvlinkReplay, kNvlinkRecovery, kIbPortState, kIbRate, kIbSymbolError,
-  kIbLinkErrorRecovery, kIbLinkDowned, kIbRcvError, kIbLinkIntegrity, kIbXmitDiscards,
+  kPcieReplay,
+  kPcieLinkWidth,
+  kPcieLinkSpeed,
+  kPcieLinkGen,
+  kNvlinkState,
+  kNvlinkCrcFlit,
+  kNvlinkCrcData,
+  kNvlinkReplay,
+  kNvlinkRecovery,
+  kIbPortState,
+  kIbRate,
+  kIbSymbolError,
+  kIbLinkErrorRecovery,
+  kIbLinkDowned,
+  kIbRcvError,
+  kIbLinkIntegrity,
+  kIbXmitDiscards,
   // workload
-  kStepTime, kThroughput,
+  kStepTime,
+  kThroughput,
   // anything a source wants to keep as evidence without a closer kind
   kOther,
 };
@@ -48,17 +93,48 @@ enum class ObsKind {
 enum class Severity { kInfo, kWarning, kCritical, kFatal };
 
 enum class FaultClass {
-  kPowerSupply, kPowerInsufficient, kVoltageOutOfRange, kThermalInlet, kCoolingDegraded, kCoolantLeak,
-  kHbmSbeAging, kHbmUncorrectable, kRowRemapPending, kRowRemapExhausted, kGpuSram, kGspFirmware,
-  kGpuThermal, kGpuPowerBrake, kGpuFellOffBus, kDriverFault, kUserApplication, kHostMemory,
-  kPcieLinkDegraded, kNvlinkErrors, kNvlinkDown, kNvswitchFault, kIbLinkErrors, kIbLinkDown,
-  kWorkloadImbalance, kNone,
+  kPowerSupply,
+  kPowerInsufficient,
+  kVoltageOutOfRange,
+  kThermalInlet,
+  kCoolingDegraded,
+  kCoolantLeak,
+  kHbmSbeAging,
+  kHbmUncorrectable,
+  kRowRemapPending,
+  kRowRemapExhausted,
+  kGpuSram,
+  kGspFirmware,
+  kGpuThermal,
+  kGpuPowerBrake,
+  kGpuFellOffBus,
+  kDriverFault,
+  kUserApplication,
+  kHostMemory,
+  kPcieLinkDegraded,
+  kNvlinkErrors,
+  kNvlinkDown,
+  kNvswitchFault,
+  kIbLinkErrors,
+  kIbLinkDown,
+  kWorkloadImbalance,
+  kNone,
 };
 
 // Ordered from least to most disruptive; the isolator and policy rely on this order.
 enum class Action {
-  kNone, kMonitor, kNotifyUser, kRestartJob, kDriverUpgrade, kReseatOrReplaceLink, kFacilityTicket,
-  kResetGpu, kRebootNode, kCordon, kDrain, kRma,
+  kNone,
+  kMonitor,
+  kNotifyUser,
+  kRestartJob,
+  kDriverUpgrade,
+  kReseatOrReplaceLink,
+  kFacilityTicket,
+  kResetGpu,
+  kRebootNode,
+  kCordon,
+  kDrain,
+  kRma,
 };
 
 // The kinds of physical or logical part a finding can name (DESIGN.md "component").
@@ -78,9 +154,9 @@ struct ComponentRef {
 
 // One fact from one source at one time (DESIGN.md "Observation").
 struct Observation {
-  int64_t time_ns = 0;                 // UTC nanoseconds; 0 = unknown
-  std::optional<int64_t> mono_us;      // kernel monotonic microseconds since boot, when known
-  std::optional<uint64_t> seq;         // source sequence number (kmsg SEQ, SEL Id), when known
+  int64_t time_ns = 0;             // UTC nanoseconds; 0 = unknown
+  std::optional<int64_t> mono_us;  // kernel monotonic microseconds since boot, when known
+  std::optional<uint64_t> seq;     // source sequence number (kmsg SEQ, SEL Id), when known
   std::string node;
   Layer layer = Layer::kOs;
   ComponentRef component;
@@ -89,17 +165,17 @@ struct Observation {
   std::optional<int64_t> code;
   std::string text;
   Source source = Source::kKmsg;
-  std::string raw;                     // original line or JSON fragment, kept as evidence
+  std::string raw;                           // original line or JSON fragment, kept as evidence
   std::map<std::string, std::string> attrs;  // parsed fields (pid, process, gpc, link, severity, ...)
-  uint64_t count = 1;                  // identical observations folded into this one
+  uint64_t count = 1;                        // identical observations folded into this one
 
   bool operator==(const Observation&) const = default;
 };
 
 // One line of an evidence chain: when, from where, what.
 struct Evidence {
-  int64_t time_ns = 0;                 // UTC; 0 when only the kernel monotonic time is known
-  std::optional<int64_t> mono_us;      // kernel monotonic time, when known
+  int64_t time_ns = 0;             // UTC; 0 when only the kernel monotonic time is known
+  std::optional<int64_t> mono_us;  // kernel monotonic time, when known
   Source source = Source::kKmsg;
   std::string component;  // canonical id
   std::string text;       // human-readable summary or the raw line
@@ -114,7 +190,7 @@ struct Finding {
   FaultClass fault_class = FaultClass::kNone;
   Severity severity = Severity::kInfo;
   Action action = Action::kNone;
-  double confidence = 0.0;             // 0..1
+  double confidence = 0.0;  // 0..1
   int64_t first_ns = 0;
   int64_t last_ns = 0;
   uint64_t count = 1;
@@ -143,9 +219,9 @@ struct Diagnosis {
   int64_t first_ns = 0;
   int64_t last_ns = 0;
   std::string summary;
-  std::vector<Evidence> evidence;      // the chain, oldest first
+  std::vector<Evidence> evidence;  // the chain, oldest first
   std::vector<RuledOut> ruled_out;
-  std::vector<std::string> explains;   // symptoms this root cause explains
+  std::vector<std::string> explains;  // symptoms this root cause explains
   bool operator==(const Diagnosis&) const = default;
 };
 

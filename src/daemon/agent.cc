@@ -49,16 +49,15 @@ Result<std::unique_ptr<Agent>> Agent::CreateWithSources(const AgentConfig& confi
 }
 
 Agent::Agent(const AgentConfig& config, std::string node, std::unique_ptr<Store> store,
-             std::vector<std::unique_ptr<AgentSource>> sources, std::unique_ptr<Topology> topology,
-             const Clock& clock, Logger& logger)
+             std::vector<std::unique_ptr<AgentSource>> sources, std::unique_ptr<Topology> topology, const Clock& clock,
+             Logger& logger)
     : config_(config),
       node_(std::move(node)),
       clock_(clock),
       logger_(logger),
       topology_(std::move(topology)),
       store_(std::move(store)) {
-  pipeline_ = std::make_unique<Pipeline>(*store_, node_, PipelineOptionsFor(config),
-                                         topology_.get());
+  pipeline_ = std::make_unique<Pipeline>(*store_, node_, PipelineOptionsFor(config), topology_.get());
   for (auto& s : sources) {
     auto state = std::make_unique<SourceState>();
     state->interval_ns = IntervalFor(*s);

@@ -17,7 +17,7 @@ enum class LogLevel { kDebug, kInfo, kWarn, kError };
 std::string_view LogLevelName(LogLevel level);
 
 struct AgentSection {
-  std::string node;                          // "" = this host's name
+  std::string node;  // "" = this host's name
   std::string store_path = "/var/lib/faultline/faultline.db";
   LogLevel log_level = LogLevel::kInfo;
   int64_t evaluate_interval_ns = 5'000'000'000;      // detectors -> isolator cadence
@@ -32,47 +32,47 @@ struct AgentSection {
 
 struct KmsgSection {
   bool enabled = true;
-  std::string path = "/dev/kmsg";            // a character device (live) or a log file (tailed)
+  std::string path = "/dev/kmsg";  // a character device (live) or a log file (tailed)
   int64_t interval_ns = 1'000'000'000;
 };
 
 struct NvmlSection {
   bool enabled = true;
   int64_t interval_ns = 10'000'000'000;
-  std::string library_path;                  // "" = $FAULTLINE_NVML_LIB, else libnvidia-ml.so.1
+  std::string library_path;  // "" = $FAULTLINE_NVML_LIB, else libnvidia-ml.so.1
 };
 
 struct DcgmExporterSection {
-  std::string url;                           // "" = source off
+  std::string url;  // "" = source off
   int64_t interval_ns = 10'000'000'000;
 };
 
 struct RedfishSection {
-  std::string url;                           // "" = source off, e.g. "https://10.0.0.5"
-  std::string user;                          // "" = $FAULTLINE_BMC_USER / $FAULTLINE_BMC_PASSWORD
-  std::string password_file;                 // first line = password; must be mode 0600
-  std::string ca_file;                       // PEM bundle to trust instead of the system store
-  bool insecure = false;                     // skip TLS verification (lab BMCs only)
+  std::string url;            // "" = source off, e.g. "https://10.0.0.5"
+  std::string user;           // "" = $FAULTLINE_BMC_USER / $FAULTLINE_BMC_PASSWORD
+  std::string password_file;  // first line = password; must be mode 0600
+  std::string ca_file;        // PEM bundle to trust instead of the system store
+  bool insecure = false;      // skip TLS verification (lab BMCs only)
   int64_t interval_ns = 60'000'000'000;
   int64_t sweep_deadline_ns = 120'000'000'000;
-  bool events = true;                        // follow the EventService SSE stream when advertised
+  bool events = true;  // follow the EventService SSE stream when advertised
 };
 
 struct SysfsSection {
   bool enabled = true;
-  std::string root = "/";                    // filesystem root (a fake tree in tests)
+  std::string root = "/";  // filesystem root (a fake tree in tests)
   int64_t interval_ns = 10'000'000'000;
-  std::string topology_file;                 // optional topology (parse/topology.h)
+  std::string topology_file;  // optional topology (parse/topology.h)
 };
 
 struct WorkloadSection {
-  std::string listen;                        // "" = off; "127.0.0.1:9464" = HTTP POST endpoint
-  std::string file;                          // "" = off; report lines appended by jobs
-  int64_t interval_ns = 1'000'000'000;       // how often the file / queue is drained
+  std::string listen;                   // "" = off; "127.0.0.1:9464" = HTTP POST endpoint
+  std::string file;                     // "" = off; report lines appended by jobs
+  int64_t interval_ns = 1'000'000'000;  // how often the file / queue is drained
 };
 
 struct IsolateSection {
-  int64_t window_ns = 1800'000'000'000;      // findings/observations considered per evaluation
+  int64_t window_ns = 1800'000'000'000;  // findings/observations considered per evaluation
 };
 
 struct AgentConfig {

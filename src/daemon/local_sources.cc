@@ -168,18 +168,18 @@ class WorkloadFileAgentSource final : public AgentSource {
 
 }  // namespace
 
-std::unique_ptr<AgentSource> MakeKmsgFileSource(const std::string& path, const std::string& node,
-                                                const Clock& clock, std::optional<std::string> cursor) {
+std::unique_ptr<AgentSource> MakeKmsgFileSource(const std::string& path, const std::string& node, const Clock& clock,
+                                                std::optional<std::string> cursor) {
   return std::make_unique<KmsgFileSource>(path, node, clock, std::move(cursor));
 }
 
-std::unique_ptr<AgentSource> MakeKmsgDeviceSource(const std::string& path, const std::string& node,
-                                                  const Clock& clock, std::optional<std::string> cursor) {
+std::unique_ptr<AgentSource> MakeKmsgDeviceSource(const std::string& path, const std::string& node, const Clock& clock,
+                                                  std::optional<std::string> cursor) {
   return std::make_unique<KmsgDeviceSource>(path, node, clock, std::move(cursor));
 }
 
-std::unique_ptr<AgentSource> MakeSysfsSource(const SysfsSection& options, const std::string& node,
-                                             const Clock& clock, const Topology* topology) {
+std::unique_ptr<AgentSource> MakeSysfsSource(const SysfsSection& options, const std::string& node, const Clock& clock,
+                                             const Topology* topology) {
   return std::make_unique<SysfsSource>(options, node, clock, topology);
 }
 

@@ -9,7 +9,6 @@
 namespace faultline::daemon {
 namespace {
 
-
 // A finding is re-stored only when something a reader would act on changed.
 bool SameForStorage(const Finding& a, const Finding& b) {
   return a.last_ns == b.last_ns && a.count == b.count && a.severity == b.severity && a.action == b.action &&

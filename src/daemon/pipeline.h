@@ -34,8 +34,8 @@ class Store;
 namespace faultline::daemon {
 
 struct PipelineOptions {
-  int64_t window_ns = 1800'000'000'000;           // what the isolator looks at (config [isolate] window)
-  size_t max_recent_observations = 200'000;       // warm-start replay bound, and of the workload history kept
+  int64_t window_ns = 1800'000'000'000;      // what the isolator looks at (config [isolate] window)
+  size_t max_recent_observations = 200'000;  // warm-start replay bound, and of the workload history kept
   IsolateOptions isolate;
   // Change-only storage: a periodic reading unchanged since its series' last stored
   // point, younger than this, is not stored ([agent] store_unchanged_heartbeat).
@@ -51,9 +51,9 @@ struct PipelineStats {
 };
 
 struct EvaluateResult {
-  size_t findings_stored = 0;         // new or changed findings written this time
-  bool diagnosis_stored = false;      // the primary changed and was written
-  std::vector<Diagnosis> diagnoses;   // the isolator's current answer, primary first
+  size_t findings_stored = 0;        // new or changed findings written this time
+  bool diagnosis_stored = false;     // the primary changed and was written
+  std::vector<Diagnosis> diagnoses;  // the isolator's current answer, primary first
 };
 
 class Pipeline {
@@ -93,10 +93,10 @@ class Pipeline {
   // the workload reports of the window (what says "slow").
   std::map<std::pair<std::string, ObsKind>, Observation> latest_;
   std::deque<Observation> workload_;
-  std::map<Layer, int64_t> layer_last_seen_ns_;    // which layers had data, and when
+  std::map<Layer, int64_t> layer_last_seen_ns_;     // which layers had data, and when
   std::map<std::string, Finding> stored_findings_;  // by FindingKey, as last written
-  std::optional<std::string> stored_primary_;      // signature of the last stored primary
-  std::unique_ptr<ChangeFilter> filter_;           // null = store every sample
+  std::optional<std::string> stored_primary_;       // signature of the last stored primary
+  std::unique_ptr<ChangeFilter> filter_;            // null = store every sample
   PipelineStats stats_;
 };
 

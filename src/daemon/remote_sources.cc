@@ -1,12 +1,12 @@
 // Sources behind a library or a network peer: NVML, dcgm-exporter, Redfish, and the
 // workload HTTP endpoint. Each connects lazily at its first poll so an absent peer is
 // "unavailable, retried" rather than a startup failure.
+#include <httplib.h>
+
 #include <atomic>
 #include <charconv>
 #include <mutex>
 #include <thread>
-
-#include <httplib.h>
 
 #include "daemon/sources.h"
 #include "sources/dcgm_exporter/dcgm_exporter.h"
@@ -196,7 +196,7 @@ class RedfishEventFollower {
   std::vector<std::string> warnings_;             // guarded by mu_
   uint64_t dropped_ = 0;                          // guarded by mu_
   std::atomic<bool> running_{false};
-  std::thread thread_;                            // polling thread only
+  std::thread thread_;  // polling thread only
 };
 
 class RedfishSource final : public AgentSource {
@@ -317,9 +317,8 @@ class WorkloadHttpSource final : public AgentSource {
     }
     if (!mounted_) {
       server_.set_payload_max_length(options_.max_body_bytes);
-      MountWorkloadEndpoint(server_, options_, clock_, [this](std::vector<Observation> b) {
-        return queue_.Push(std::move(b));
-      });
+      MountWorkloadEndpoint(server_, options_, clock_,
+                            [this](std::vector<Observation> b) { return queue_.Push(std::move(b)); });
       mounted_ = true;
     }
     if (!server_.bind_to_port(host, port)) {

@@ -21,19 +21,19 @@ namespace faultline::daemon {
 
 // A kernel log file tailed line by line (rotation and truncation survive); cursor
 // ("kmsg", "file:<path>") = "inode:offset".
-std::unique_ptr<AgentSource> MakeKmsgFileSource(const std::string& path, const std::string& node,
-                                                const Clock& clock, std::optional<std::string> cursor);
+std::unique_ptr<AgentSource> MakeKmsgFileSource(const std::string& path, const std::string& node, const Clock& clock,
+                                                std::optional<std::string> cursor);
 // /dev/kmsg (or any character device speaking its record format); cursor
 // ("kmsg", "last_seq"). The device is opened at the first poll (and reopened after
 // an error), so a missing device is "unavailable", not fatal.
-std::unique_ptr<AgentSource> MakeKmsgDeviceSource(const std::string& path, const std::string& node,
-                                                  const Clock& clock, std::optional<std::string> cursor);
+std::unique_ptr<AgentSource> MakeKmsgDeviceSource(const std::string& path, const std::string& node, const Clock& clock,
+                                                  std::optional<std::string> cursor);
 // NVML (the real library or the fake one via library_path / $FAULTLINE_NVML_LIB),
 // loaded at the first poll and again after a failure.
 std::unique_ptr<AgentSource> MakeNvmlSource(const NvmlSection& options, const std::string& node, const Clock& clock);
 // sysfs PCIe/InfiniBand under `options.root`; `topology` may be null and must outlive it.
-std::unique_ptr<AgentSource> MakeSysfsSource(const SysfsSection& options, const std::string& node,
-                                             const Clock& clock, const Topology* topology);
+std::unique_ptr<AgentSource> MakeSysfsSource(const SysfsSection& options, const std::string& node, const Clock& clock,
+                                             const Topology* topology);
 // One dcgm-exporter /metrics scrape per poll.
 std::unique_ptr<AgentSource> MakeDcgmExporterSource(const DcgmExporterSection& options, const std::string& node,
                                                     const Clock& clock);

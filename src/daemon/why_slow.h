@@ -19,9 +19,9 @@ class Store;
 namespace faultline::daemon {
 
 struct WhySlowQuery {
-  std::string node;      // required
-  int64_t since_ns = 0;  // 0 = open
-  int64_t until_ns = 0;  // 0 = open
+  std::string node;                   // required
+  int64_t since_ns = 0;               // 0 = open
+  int64_t until_ns = 0;               // 0 = open
   size_t max_observations = 200'000;  // the latest ones in the window, when there are more
 };
 
@@ -29,7 +29,7 @@ struct WhySlowAnswer {
   std::vector<Diagnosis> diagnoses;  // primary first; never empty
   size_t findings = 0;               // distinct findings considered
   size_t observations = 0;
-  size_t bad_rows = 0;               // stored rows this binary could not decode (skipped)
+  size_t bad_rows = 0;  // stored rows this binary could not decode (skipped)
 };
 
 Result<WhySlowAnswer> WhySlow(Store& store, const WhySlowQuery& query, const IsolateOptions& options = {});

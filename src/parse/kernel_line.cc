@@ -44,8 +44,10 @@ bool LooksLikeBdf(std::string_view s) {
   if (s.size() < 7 || s.size() > 16) return false;
   int colons = 0;
   for (char c : s) {
-    if (c == ':') ++colons;
-    else if (c != '.' && !IsHexDigit(c)) return false;
+    if (c == ':')
+      ++colons;
+    else if (c != '.' && !IsHexDigit(c))
+      return false;
   }
   return colons >= 1 && colons <= 2;
 }
@@ -445,31 +447,56 @@ KernelEvent ClassifyKernelMessage(std::string_view msg) {
 
 std::string_view ToString(KernelEventType t) {
   switch (t) {
-    case KT::kNone: return "none";
-    case KT::kXid: return "xid";
-    case KT::kSxid: return "sxid";
-    case KT::kSxidDetail: return "sxid_detail";
-    case KT::kFellOffBus: return "fell_off_bus";
-    case KT::kFellOffBusHeader: return "fell_off_bus_header";
-    case KT::kGpuUuid: return "gpu_uuid";
-    case KT::kGpuSerial: return "gpu_serial";
-    case KT::kAerReceived: return "aer_received";
-    case KT::kAerBusError: return "aer_bus_error";
-    case KT::kAerStatus: return "aer_status";
-    case KT::kAerBit: return "aer_bit";
-    case KT::kMce: return "mce";
-    case KT::kEdac: return "edac";
-    case KT::kMlx5SlotPower: return "mlx5_slot_power";
-    case KT::kMlx5ModuleEvent: return "mlx5_module_event";
-    case KT::kMlx5LinkDown: return "mlx5_link_down";
-    case KT::kMlx5LinkUp: return "mlx5_link_up";
-    case KT::kSoftLockup: return "soft_lockup";
-    case KT::kHungTask: return "hung_task";
-    case KT::kSegfault: return "segfault";
-    case KT::kTrap: return "trap";
-    case KT::kOomKill: return "oom_kill";
-    case KT::kDriverMismatch: return "driver_mismatch";
-    case KT::kRmInitFailed: return "rm_init_failed";
+    case KT::kNone:
+      return "none";
+    case KT::kXid:
+      return "xid";
+    case KT::kSxid:
+      return "sxid";
+    case KT::kSxidDetail:
+      return "sxid_detail";
+    case KT::kFellOffBus:
+      return "fell_off_bus";
+    case KT::kFellOffBusHeader:
+      return "fell_off_bus_header";
+    case KT::kGpuUuid:
+      return "gpu_uuid";
+    case KT::kGpuSerial:
+      return "gpu_serial";
+    case KT::kAerReceived:
+      return "aer_received";
+    case KT::kAerBusError:
+      return "aer_bus_error";
+    case KT::kAerStatus:
+      return "aer_status";
+    case KT::kAerBit:
+      return "aer_bit";
+    case KT::kMce:
+      return "mce";
+    case KT::kEdac:
+      return "edac";
+    case KT::kMlx5SlotPower:
+      return "mlx5_slot_power";
+    case KT::kMlx5ModuleEvent:
+      return "mlx5_module_event";
+    case KT::kMlx5LinkDown:
+      return "mlx5_link_down";
+    case KT::kMlx5LinkUp:
+      return "mlx5_link_up";
+    case KT::kSoftLockup:
+      return "soft_lockup";
+    case KT::kHungTask:
+      return "hung_task";
+    case KT::kSegfault:
+      return "segfault";
+    case KT::kTrap:
+      return "trap";
+    case KT::kOomKill:
+      return "oom_kill";
+    case KT::kDriverMismatch:
+      return "driver_mismatch";
+    case KT::kRmInitFailed:
+      return "rm_init_failed";
   }
   return "none";
 }

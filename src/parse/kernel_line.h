@@ -32,21 +32,21 @@ enum class KernelEventType : uint8_t {
   kMlx5ModuleEvent,   // "Port module event[error]: module 0, Cable error, High Temperature"
   kMlx5LinkDown,
   kMlx5LinkUp,
-  kSoftLockup,        // "watchdog: BUG: soft lockup - CPU#12 stuck for 22s! [proc:pid]"
-  kHungTask,          // "INFO: task proc:pid blocked for more than 120 seconds."
-  kSegfault,          // "proc[pid]: segfault at ... in libnccl.so.2[...]"
-  kTrap,              // "traps: proc[pid] general protection fault ... in libcuda.so.1[...]"
-  kOomKill,           // "Out of memory: Killed process pid (proc) ..."
-  kDriverMismatch,    // "NVRM: API mismatch: the client has the version ..."
-  kRmInitFailed,      // "NVRM: [GPU bdf: ]RmInitAdapter failed! (0x22:0x56:742)"
+  kSoftLockup,      // "watchdog: BUG: soft lockup - CPU#12 stuck for 22s! [proc:pid]"
+  kHungTask,        // "INFO: task proc:pid blocked for more than 120 seconds."
+  kSegfault,        // "proc[pid]: segfault at ... in libnccl.so.2[...]"
+  kTrap,            // "traps: proc[pid] general protection fault ... in libcuda.so.1[...]"
+  kOomKill,         // "Out of memory: Killed process pid (proc) ..."
+  kDriverMismatch,  // "NVRM: API mismatch: the client has the version ..."
+  kRmInitFailed,    // "NVRM: [GPU bdf: ]RmInitAdapter failed! (0x22:0x56:742)"
 };
 
 struct KernelEvent {
   KernelEventType type = KernelEventType::kNone;
-  std::string_view driver;    // printing driver/device prefix: "pcieport", "nvidia", "mlx5_core", "nvidia-nvswitch3"
-  std::string_view device;    // BDF as printed (not normalized), when the line names one
-  int64_t code = -1;          // XID/SXid code, AER bit index, EDAC error count
-  std::string_view pid;       // as printed ("1234", "'<unknown>'" stripped to "<unknown>")
+  std::string_view driver;  // printing driver/device prefix: "pcieport", "nvidia", "mlx5_core", "nvidia-nvswitch3"
+  std::string_view device;  // BDF as printed (not normalized), when the line names one
+  int64_t code = -1;        // XID/SXid code, AER bit index, EDAC error count
+  std::string_view pid;     // as printed ("1234", "'<unknown>'" stripped to "<unknown>")
   std::string_view process;
   std::string_view message;   // the human-readable remainder
   std::string_view severity;  // "Fatal"/"Non-fatal" (SXid, 144-150), "Corrected"/"Uncorrected (Fatal)" (AER), "CE"/"UE"
@@ -58,7 +58,7 @@ struct KernelEvent {
   uint32_t intr_info = 0;     // XID 144-150
   uint32_t error_status = 0;  // XID 144-150
   bool has_intr = false;
-  int recovery_from = -1;     // XID 154 values
+  int recovery_from = -1;  // XID 154 values
   int recovery_to = -1;
 };
 

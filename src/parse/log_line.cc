@@ -177,14 +177,22 @@ LogLine ParseLogLine(std::string_view line, int64_t reference_ns) {
 
 std::string_view ToString(LogFormat f) {
   switch (f) {
-    case LogFormat::kPlain: return "plain";
-    case LogFormat::kKmsgRaw: return "kmsg";
-    case LogFormat::kKmsgContinuation: return "kmsg-continuation";
-    case LogFormat::kDmesg: return "dmesg";
-    case LogFormat::kDmesgCtime: return "dmesg-T";
-    case LogFormat::kDmesgDecode: return "dmesg-decode";
-    case LogFormat::kSyslog: return "syslog";
-    case LogFormat::kIso: return "iso";
+    case LogFormat::kPlain:
+      return "plain";
+    case LogFormat::kKmsgRaw:
+      return "kmsg";
+    case LogFormat::kKmsgContinuation:
+      return "kmsg-continuation";
+    case LogFormat::kDmesg:
+      return "dmesg";
+    case LogFormat::kDmesgCtime:
+      return "dmesg-T";
+    case LogFormat::kDmesgDecode:
+      return "dmesg-decode";
+    case LogFormat::kSyslog:
+      return "syslog";
+    case LogFormat::kIso:
+      return "iso";
   }
   return "plain";
 }

@@ -19,16 +19,25 @@
 
 namespace faultline {
 
-enum class LogFormat : uint8_t { kPlain, kKmsgRaw, kKmsgContinuation, kDmesg, kDmesgCtime, kDmesgDecode, kSyslog, kIso };
+enum class LogFormat : uint8_t {
+  kPlain,
+  kKmsgRaw,
+  kKmsgContinuation,
+  kDmesg,
+  kDmesgCtime,
+  kDmesgDecode,
+  kSyslog,
+  kIso
+};
 
 struct LogLine {
   LogFormat format = LogFormat::kPlain;
-  int64_t time_ns = 0;               // UTC when the line carries a wall-clock time, else 0
-  std::optional<int64_t> mono_us;    // kernel monotonic time when printed
-  std::optional<uint64_t> seq;       // raw kmsg sequence number
-  int priority = -1;                 // syslog priority (facility*8+level) when printed
-  std::string_view host;             // syslog host
-  std::string_view tag;              // syslog program tag ("kernel")
+  int64_t time_ns = 0;             // UTC when the line carries a wall-clock time, else 0
+  std::optional<int64_t> mono_us;  // kernel monotonic time when printed
+  std::optional<uint64_t> seq;     // raw kmsg sequence number
+  int priority = -1;               // syslog priority (facility*8+level) when printed
+  std::string_view host;           // syslog host
+  std::string_view tag;            // syslog program tag ("kernel")
   std::string_view message;
 };
 

@@ -201,9 +201,9 @@ Result<PromSample> ParsePrometheusSample(std::string_view line, const PromParseO
 
 Result<PromScrape> ParsePrometheusText(std::string_view text, const PromParseOptions& options) {
   if (text.size() > options.max_input_bytes) {
-    return Status(StatusCode::kInvalidArgument,
-                  "scrape is " + std::to_string(text.size()) + " bytes, over the cap of " +
-                      std::to_string(options.max_input_bytes));
+    return Status(StatusCode::kInvalidArgument, "scrape is " + std::to_string(text.size()) +
+                                                    " bytes, over the cap of " +
+                                                    std::to_string(options.max_input_bytes));
   }
   PromScrape out;
   size_t line_no = 0;

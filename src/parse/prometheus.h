@@ -45,8 +45,8 @@ struct PromSample {
   std::vector<std::pair<std::string, std::string>> labels;  // in input order, unique names
   double value = 0;
   std::optional<int64_t> timestamp_ms;
-  size_t line = 0;   // 1-based line number in the input
-  std::string raw;   // the line as read (truncated to max_raw_bytes)
+  size_t line = 0;  // 1-based line number in the input
+  std::string raw;  // the line as read (truncated to max_raw_bytes)
 
   // The value of label `key`, or nullptr when absent.
   const std::string* Label(std::string_view key) const;

@@ -123,9 +123,12 @@ void AddStatusAttrs(const Json& j, Observation& o) {
 // Deprecated Thermal/Power arrays spell thresholds as flat properties.
 void AddFlatThresholds(const Json& j, Observation& o) {
   static constexpr std::pair<const char*, const char*> kNames[] = {
-      {"UpperThresholdNonCritical", "upper_noncritical"}, {"UpperThresholdCritical", "upper_critical"},
-      {"UpperThresholdFatal", "upper_fatal"},             {"LowerThresholdNonCritical", "lower_noncritical"},
-      {"LowerThresholdCritical", "lower_critical"},       {"LowerThresholdFatal", "lower_fatal"},
+      {"UpperThresholdNonCritical", "upper_noncritical"},
+      {"UpperThresholdCritical", "upper_critical"},
+      {"UpperThresholdFatal", "upper_fatal"},
+      {"LowerThresholdNonCritical", "lower_noncritical"},
+      {"LowerThresholdCritical", "lower_critical"},
+      {"LowerThresholdFatal", "lower_fatal"},
   };
   for (const auto& [key, attr] : kNames) {
     if (auto v = Num(j, key)) o.attrs[attr] = FormatNum(*v);
@@ -209,8 +212,8 @@ void SetBmcTime(std::string_view raw, const MapContext& ctx, Observation& o, Map
   o.attrs["time_corrected"] = ctx.offset_known ? "true" : "false";
 }
 
-void ReadingObs(MapResult& r, const MapContext& ctx, const ComponentRef& c, ObsKind kind, double value,
-                const Json& j, std::string_view units) {
+void ReadingObs(MapResult& r, const MapContext& ctx, const ComponentRef& c, ObsKind kind, double value, const Json& j,
+                std::string_view units) {
   Observation o = Base(ctx, c, kind, j);
   o.value = value;
   if (!units.empty()) o.attrs["units"] = std::string(units);
@@ -349,7 +352,6 @@ MapResult MapThermal(const Json& j, const MapContext& ctx) {
   return r;
 }
 
-
 MapResult MapPowerSupply(const Json& j, const MapContext& ctx) {
   MapResult r;
   ComponentRef psu = Component(ComponentType::kPsu, IdOf(j), ctx, j);
@@ -475,7 +477,8 @@ MapResult MapCoolantConnector(const Json& j, const MapContext& ctx) {
   MapResult r;
   ComponentRef loop = Component(ComponentType::kCoolant, IdOf(j), ctx, j);
   static constexpr std::pair<const char*, const char*> kPoints[] = {
-      {"SupplyTemperatureCelsius", "supply"}, {"ReturnTemperatureCelsius", "return"},
+      {"SupplyTemperatureCelsius", "supply"},
+      {"ReturnTemperatureCelsius", "return"},
       {"DeltaTemperatureCelsius", "delta"},
   };
   for (const auto& [key, point] : kPoints) {
@@ -599,8 +602,7 @@ MapResult MapEvent(const Json& event, const MapContext& ctx) {
   Observation o = Base(ctx, ChassisComponent(ctx), ObsKind::kSelEntry, event);
   o.attrs["entry_type"] = "Event";
   o.attrs["event_id"] = Str(event, "EventId");
-  o.attrs["severity"] = Str(event, "MessageSeverity").empty() ? Str(event, "Severity")
-                                                             : Str(event, "MessageSeverity");
+  o.attrs["severity"] = Str(event, "MessageSeverity").empty() ? Str(event, "Severity") : Str(event, "MessageSeverity");
   o.attrs["message_id"] = Str(event, "MessageId");
   o.attrs["message_args"] = JoinArgs(event);
   std::string origin = OriginOf(event);

@@ -17,11 +17,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/types.h"
 
@@ -55,11 +54,11 @@ std::string ResourceType(const Json& j);
 MapResult MapResource(const Json& j, const MapContext& ctx);
 
 // One mapping per resource kind (called by MapResource; exposed for tests).
-MapResult MapPower(const Json& j, const MapContext& ctx);             // deprecated Power
-MapResult MapThermal(const Json& j, const MapContext& ctx);           // deprecated Thermal
-MapResult MapPowerSupply(const Json& j, const MapContext& ctx);       // PowerSupply
+MapResult MapPower(const Json& j, const MapContext& ctx);        // deprecated Power
+MapResult MapThermal(const Json& j, const MapContext& ctx);      // deprecated Thermal
+MapResult MapPowerSupply(const Json& j, const MapContext& ctx);  // PowerSupply
 MapResult MapPowerSupplyMetrics(const Json& j, const MapContext& ctx, std::string_view psu_id);
-MapResult MapPowerSubsystem(const Json& j, const MapContext& ctx);    // capacity, redundancy
+MapResult MapPowerSubsystem(const Json& j, const MapContext& ctx);  // capacity, redundancy
 MapResult MapFan(const Json& j, const MapContext& ctx);
 MapResult MapThermalMetrics(const Json& j, const MapContext& ctx);
 MapResult MapPump(const Json& j, const MapContext& ctx);

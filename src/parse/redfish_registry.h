@@ -29,7 +29,7 @@ std::optional<MessageKey> ParseMessageId(std::string_view message_id);
 struct MessageMeaning {
   FaultClass fault_class = FaultClass::kNone;
   Severity severity = Severity::kWarning;
-  bool clears = false;  // the message reports a return to normal (closes a finding)
+  bool clears = false;    // the message reports a return to normal (closes a finding)
   std::string_view part;  // "psu", "fan", "pump", "coolant", "leak", "voltage", "inlet", ""
 };
 

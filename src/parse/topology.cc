@@ -95,7 +95,8 @@ TopoGpu ParseGpu(const Json& j, const std::string& where) {
   g.bdf = Bdf(j, "bdf", where);
   g.serial = Str(j, "serial", where);
   const Json& links = Array(j, "nvlinks", where);
-  for (size_t i = 0; i < links.size(); ++i) g.nvlinks.push_back(ParseNvlink(links[i], where + ".nvlinks[" + std::to_string(i) + "]"));
+  for (size_t i = 0; i < links.size(); ++i)
+    g.nvlinks.push_back(ParseNvlink(links[i], where + ".nvlinks[" + std::to_string(i) + "]"));
   return g;
 }
 
@@ -144,7 +145,8 @@ Topology ParseRoot(const Json& root) {
 
 Result<Topology> ParseTopology(std::string_view text) {
   if (text.size() > kMaxTopologyBytes) {
-    return Status(StatusCode::kInvalidArgument, "topology: file larger than " + std::to_string(kMaxTopologyBytes) + " bytes");
+    return Status(StatusCode::kInvalidArgument,
+                  "topology: file larger than " + std::to_string(kMaxTopologyBytes) + " bytes");
   }
   try {
     // Depth limit: the format is at most four levels deep; refuse pathological nesting

@@ -20,16 +20,16 @@ namespace faultline {
 // One NVLink of one GPU and what sits at its far end.
 struct TopoNvlink {
   int link = -1;
-  std::string nvswitch;        // NVSwitch name (as in `nvswitches[].name`), "" for a GPU-GPU link
-  int port = -1;               // NVSwitch port number, -1 if unknown
-  std::optional<int> peer_gpu; // direct GPU-GPU NVLink (no switch)
+  std::string nvswitch;         // NVSwitch name (as in `nvswitches[].name`), "" for a GPU-GPU link
+  int port = -1;                // NVSwitch port number, -1 if unknown
+  std::optional<int> peer_gpu;  // direct GPU-GPU NVLink (no switch)
   std::optional<int> peer_link;
-  std::string cable;           // cable / connector id for external NVLink (e.g. GB200 NVL72), "" if none
+  std::string cable;  // cable / connector id for external NVLink (e.g. GB200 NVL72), "" if none
 };
 
 struct TopoGpu {
   int index = -1;
-  std::string bdf;     // normalized when given
+  std::string bdf;  // normalized when given
   std::string serial;
   std::vector<TopoNvlink> nvlinks;
 };
@@ -41,11 +41,11 @@ struct TopoNvswitch {
 
 // One InfiniBand (or RoCE) HCA port and where its cable goes.
 struct TopoIbPort {
-  std::string device;       // "mlx5_0"
+  std::string device;  // "mlx5_0"
   int port = 1;
-  std::string switch_name;  // "leaf-07"
-  std::string switch_port;  // "17" or "1/17"
-  std::string cable;        // cable id printed on the label
+  std::string switch_name;        // "leaf-07"
+  std::string switch_port;        // "17" or "1/17"
+  std::string cable;              // cable id printed on the label
   double expected_rate_gbps = 0;  // 0 = use Topology::expected_ib_rate_gbps
 };
 

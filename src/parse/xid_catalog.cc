@@ -22,7 +22,8 @@ struct DecodeRow {
   std::string_view severity;
   std::string_view hw_sw;
 };
-#define D(xid, unit, v1, v2, status, bucket, severity, hwsw) DecodeRow{xid, unit, v1, v2, status, bucket, severity, hwsw},
+#define D(xid, unit, v1, v2, status, bucket, severity, hwsw) \
+  DecodeRow{xid, unit, v1, v2, status, bucket, severity, hwsw},
 constexpr DecodeRow kDecode[] = {FAULTLINE_XID_DECODE_ROWS};
 #undef D
 
@@ -42,9 +43,12 @@ bool StatusMatches(std::string_view row_status, uint32_t status) {
   uint32_t want = 0;
   for (char c : row_status.substr(2)) {
     want <<= 4;
-    if (c >= '0' && c <= '9') want |= static_cast<uint32_t>(c - '0');
-    else if (c >= 'a' && c <= 'f') want |= static_cast<uint32_t>(c - 'a' + 10);
-    else if (c >= 'A' && c <= 'F') want |= static_cast<uint32_t>(c - 'A' + 10);
+    if (c >= '0' && c <= '9')
+      want |= static_cast<uint32_t>(c - '0');
+    else if (c >= 'a' && c <= 'f')
+      want |= static_cast<uint32_t>(c - 'a' + 10);
+    else if (c >= 'A' && c <= 'F')
+      want |= static_cast<uint32_t>(c - 'A' + 10);
   }
   return (status & want) != 0;
 }
@@ -77,15 +81,24 @@ size_t NvlinkDecodeRowCount() { return std::size(kDecode); }
 
 std::optional<Action> RecoveryActionFor(int value) {
   switch (value) {
-    case 0: return Action::kNone;           // None
-    case 1: return Action::kResetGpu;       // GPU Reset Required
-    case 2: return Action::kRebootNode;     // Node Reboot Required
-    case 3: return Action::kDrain;          // Drain P2P
-    case 4: return Action::kDrain;          // Drain P2P and Reset GPU
-    case 5: return Action::kResetGpu;       // Recover IMEX domain
-    case 6: return Action::kResetGpu;       // Bus reset
-    case 7: return Action::kRebootNode;     // System reboot
-    default: return std::nullopt;
+    case 0:
+      return Action::kNone;  // None
+    case 1:
+      return Action::kResetGpu;  // GPU Reset Required
+    case 2:
+      return Action::kRebootNode;  // Node Reboot Required
+    case 3:
+      return Action::kDrain;  // Drain P2P
+    case 4:
+      return Action::kDrain;  // Drain P2P and Reset GPU
+    case 5:
+      return Action::kResetGpu;  // Recover IMEX domain
+    case 6:
+      return Action::kResetGpu;  // Bus reset
+    case 7:
+      return Action::kRebootNode;  // System reboot
+    default:
+      return std::nullopt;
   }
 }
 

@@ -20,9 +20,9 @@ struct XidInfo {
   int code;
   std::string_view mnemonic;
   std::string_view description;
-  uint8_t families;                 // XidFamily bits the code applies to
-  std::string_view immediate;       // NVIDIA resolution bucket (immediate action)
-  std::string_view investigatory;   // NVIDIA resolution bucket (investigatory action)
+  uint8_t families;                // XidFamily bits the code applies to
+  std::string_view immediate;      // NVIDIA resolution bucket (immediate action)
+  std::string_view investigatory;  // NVIDIA resolution bucket (investigatory action)
 };
 
 // The project's default reading of a code seen alone.

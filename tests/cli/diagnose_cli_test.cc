@@ -62,7 +62,10 @@ TEST(CliDiagnoseTest, DoubleBitErrorWithRemapDrainsGpu7) {
 
 TEST(CliDiagnoseTest, CleanLogSaysNothingIsWrong) {
   const std::string path = testing::TempDir() + "/clean.log";
-  { std::ofstream(path) << "[    1.000000] usb 1-1: new high-speed USB device\n[    2.0] EXT4-fs (nvme0n1p2): mounted\n"; }
+  {
+    std::ofstream(path)
+        << "[    1.000000] usb 1-1: new high-speed USB device\n[    2.0] EXT4-fs (nvme0n1p2): mounted\n";
+  }
   Json j = DiagnoseJson(path);
   EXPECT_TRUE(j["diagnoses"].empty());
   EXPECT_EQ(j["primary"]["fault_class"], "none");

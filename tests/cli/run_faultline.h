@@ -27,11 +27,10 @@ inline std::string Slurp(const std::string& path) {
 
 // `args` go to the shell as written; stdout is captured, stderr goes to a per-process
 // file read back afterwards (ctest runs tests in parallel, each in its own process).
-inline RunResult Faultline(const std::string& args, const std::string& stdin_file = "",
-                           const std::string& env = "") {
+inline RunResult Faultline(const std::string& args, const std::string& stdin_file = "", const std::string& env = "") {
   const std::string err_path = ::testing::TempDir() + "/faultline_stderr." + std::to_string(getpid()) + ".txt";
-  std::string cmd = env + (env.empty() ? "" : " ") + std::string(FAULTLINE_BINARY_DIR) + "/faultline " + args +
-                    " 2>" + err_path;
+  std::string cmd =
+      env + (env.empty() ? "" : " ") + std::string(FAULTLINE_BINARY_DIR) + "/faultline " + args + " 2>" + err_path;
   if (!stdin_file.empty()) cmd += " < " + stdin_file;
   RunResult r;
   FILE* p = popen(cmd.c_str(), "r");

@@ -1,8 +1,8 @@
 // End-to-end: `faultline diagnose` over saved snapshots of every layer (Redfish, NVML,
 // sysfs, dcgm-exporter, generic observations) alone, mixed with kernel logs, and damaged.
 #include <gtest/gtest.h>
-#include <unistd.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>

@@ -21,7 +21,7 @@ TEST(InventoryTest, NormalizesEveryBdfForm) {
 
 TEST(InventoryTest, MergesKeysFromDifferentSources) {
   Inventory inv;
-  inv.AddGpu({std::nullopt, "GPU-aaaa", "", "0000:b5:00", ""});      // from a kernel log line
+  inv.AddGpu({std::nullopt, "GPU-aaaa", "", "0000:b5:00", ""});     // from a kernel log line
   inv.AddGpu({std::nullopt, "GPU-aaaa", "1320220053911", "", ""});  // serial line
   inv.AddGpu({3, "", "", "00000000:B5:00.0", "H100"});              // from NVML
   ASSERT_EQ(inv.gpus().size(), 1u);

@@ -73,8 +73,8 @@ TEST(JsonTest, FindingRoundTrips) {
 }
 
 TEST(JsonTest, UnknownEnumOrBrokenTextIsCorruptNotACrash) {
-  auto bad_kind = DecodeJson<Observation>(
-      R"({"layer":"os","kind":"bogus","source":"kmsg","component":{"type":"gpu","name":"0"}})");
+  auto bad_kind =
+      DecodeJson<Observation>(R"({"layer":"os","kind":"bogus","source":"kmsg","component":{"type":"gpu","name":"0"}})");
   ASSERT_FALSE(bad_kind.ok());
   EXPECT_EQ(bad_kind.status().code(), StatusCode::kCorrupt);
   EXPECT_NE(bad_kind.status().message().find("bogus"), std::string::npos);

@@ -1,10 +1,9 @@
 // End to end: the real `faultline agent` binary as a child process, stopped by SIGTERM,
 // then `faultline why-slow` over the store it left. Skipped when the CLI is not built.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdio>
@@ -62,7 +61,9 @@ TEST(DaemonProcess, SigtermStopsTheAgentCleanlyAndWhySlowReadsItsStore) {
   const std::string config = dir.File("agent.toml");
   AppendText(config, "[agent]\nnode = \"node7\"\nstore_path = \"" + store +
                          "\"\nevaluate_interval = \"50ms\"\nlog_level = \"debug\"\n"
-                         "[kmsg]\npath = \"" + log + "\"\ninterval = \"50ms\"\n"
+                         "[kmsg]\npath = \"" +
+                         log +
+                         "\"\ninterval = \"50ms\"\n"
                          "[nvml]\nenabled = false\n[sysfs]\nenabled = false\n"
                          // "[ 103.0]" lines are dated from this host's boot: keep them in the window.
                          "[isolate]\nwindow = \"3650d\"\n");

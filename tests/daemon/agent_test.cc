@@ -15,10 +15,10 @@ using testing::AppendText;
 using testing::kBoot;
 using testing::kSec;
 using testing::kT0;
-using testing::Step;
 using testing::QuietConfig;
 using testing::ScratchDir;
 using testing::ScriptedSource;
+using testing::Step;
 
 constexpr char kFellOffBus[] =
     "[  103.000001] NVRM: Xid (PCI:0000:b5:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n";
@@ -278,9 +278,9 @@ TEST_F(DaemonAgentScripted, RunDuePollsEachSourceOnItsOwnIntervalByTheClock) {
     evaluated_ticks += evaluated;
     clock_.Advance(kSec);
   }
-  EXPECT_EQ(f->polls, 16);  // every second
-  EXPECT_EQ(s->polls, 4);   // t = 0, 5, 10, 15
-  EXPECT_EQ(b->polls, 5);   // failing: back-off 1, 2, 4, 8 s -> t = 0, 1, 3, 7, 15
+  EXPECT_EQ(f->polls, 16);         // every second
+  EXPECT_EQ(s->polls, 4);          // t = 0, 5, 10, 15
+  EXPECT_EQ(b->polls, 5);          // failing: back-off 1, 2, 4, 8 s -> t = 0, 1, 3, 7, 15
   EXPECT_EQ(evaluated_ticks, 16);  // a poll happened every tick, so each evaluated
   EXPECT_EQ((*agent)->stats().evaluations, 16u);
 }

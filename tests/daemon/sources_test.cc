@@ -1,3 +1,5 @@
+#include "daemon/sources.h"
+
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -6,7 +8,6 @@
 #include <sstream>
 
 #include "daemon/agent.h"
-#include "daemon/sources.h"
 #include "sim/fake_sysfs/fake_sysfs.h"
 #include "sim/mock_bmc/mock_bmc.h"
 #include "store/store.h"
@@ -79,9 +80,7 @@ TEST(DaemonSources, AgentOnFakeSysfsFindsADowntrainedLink) {
   EXPECT_GT((*agent)->stats().observations_inserted, 0u);
 }
 
-std::string FakeNvmlLibrary() {
-  return std::string(FAULTLINE_BINARY_DIR) + "/src/sim/fake_nvml/libnvidia-ml.so.1";
-}
+std::string FakeNvmlLibrary() { return std::string(FAULTLINE_BINARY_DIR) + "/src/sim/fake_nvml/libnvidia-ml.so.1"; }
 
 TEST(DaemonSources, NvmlReadsTheFakeLibrary) {
   if (!std::filesystem::exists(FakeNvmlLibrary())) GTEST_SKIP() << "fake NVML library not built";
@@ -121,8 +120,8 @@ TEST(DaemonSources, WorkloadHttpOnLoopback) {
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   EXPECT_TRUE(first->observations.empty());
   httplib::Client client("127.0.0.1", port);
-  auto reply = client.Post("/v1/workload", R"({"job":"llama","rank":0,"step":10,"step_time_s":1.5})",
-                           "application/json");
+  auto reply =
+      client.Post("/v1/workload", R"({"job":"llama","rank":0,"step":10,"step_time_s":1.5})", "application/json");
   ASSERT_TRUE(reply) << "no reply";
   EXPECT_LT(reply->status, 300);
   auto batch = source->Poll(FarDeadline());

@@ -1,5 +1,3 @@
-#include "sources/dcgm_exporter/dcgm_exporter.h"
-
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -10,6 +8,7 @@
 
 #include "core/clock.h"
 #include "dcgm_test_util.h"
+#include "sources/dcgm_exporter/dcgm_exporter.h"
 
 namespace faultline {
 namespace {

@@ -49,8 +49,7 @@ TEST(DcgmPrometheusTest, HelpEscapes) {
 }
 
 TEST(DcgmPrometheusTest, SpecialValuesAndTimestamps) {
-  auto r = ParsePrometheusText(
-      "a NaN\nb +Inf\nc -Inf\nd 1.5e3 1700000000123\ne -0.25\nf 1e999\ng 0x10\nh Inf -5\n");
+  auto r = ParsePrometheusText("a NaN\nb +Inf\nc -Inf\nd 1.5e3 1700000000123\ne -0.25\nf 1e999\ng 0x10\nh Inf -5\n");
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(r->error_count, 1u) << "hex without a binary exponent is not a Go float";
   EXPECT_EQ(r->errors[0].line, 7u);
@@ -170,10 +169,29 @@ TEST(DcgmPrometheusTest, ErrorListIsCappedButCounted) {
 }
 
 TEST(DcgmPrometheusTest, HostileBytesNeverCrash) {
-  const std::string cases[] = {
-      std::string("m{a=\"\0\"} 1\n", 11), "{{{{{{{{", "}}}} 1", "m{", "m{a", "m{a=", "m{a=\"", "m{a=\"\\",
-      "m{a=\"x\"", "m{a=\"x\",", "\"\"\"\"", "# HELP", "# TYPE", "# TYPE m", "\xff\xfe\xfd 1", "m 1e", "m -",
-      "m +", "m --1", "m +-1", "m{a=\"x\"}} 1", std::string(10000, '\\'), std::string(10000, '{')};
+  const std::string cases[] = {std::string("m{a=\"\0\"} 1\n", 11),
+                               "{{{{{{{{",
+                               "}}}} 1",
+                               "m{",
+                               "m{a",
+                               "m{a=",
+                               "m{a=\"",
+                               "m{a=\"\\",
+                               "m{a=\"x\"",
+                               "m{a=\"x\",",
+                               "\"\"\"\"",
+                               "# HELP",
+                               "# TYPE",
+                               "# TYPE m",
+                               "\xff\xfe\xfd 1",
+                               "m 1e",
+                               "m -",
+                               "m +",
+                               "m --1",
+                               "m +-1",
+                               "m{a=\"x\"}} 1",
+                               std::string(10000, '\\'),
+                               std::string(10000, '{')};
   for (const std::string& c : cases) {
     auto r = ParsePrometheusText(c);
     ASSERT_TRUE(r.ok());

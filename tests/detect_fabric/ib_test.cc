@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "fabric_test_util.h"
 #include "engine/detect/fabric_ib.h"
+#include "fabric_test_util.h"
 
 namespace faultline {
 namespace {
@@ -25,8 +25,8 @@ class FabricDetectIb : public ::testing::Test {
     for (int i = 0; i <= n; ++i) Feed(Obs(ref, kind, per_interval * i, t0 + i * interval_s * kSec));
   }
   void State(const std::string& dev, int state, int64_t t) {
-    Feed(Obs(IbRef(dev, "1"), ObsKind::kIbPortState, state, t, {{"state", state == 4 ? "ACTIVE" : "DOWN"},
-                                                                {"phys_state", state == 4 ? "LinkUp" : "Polling"}}));
+    Feed(Obs(IbRef(dev, "1"), ObsKind::kIbPortState, state, t,
+             {{"state", state == 4 ? "ACTIVE" : "DOWN"}, {"phys_state", state == 4 ? "LinkUp" : "Polling"}}));
   }
   FabricOptions opt_;
   Topology topo_ = IbTopology();

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "fabric_test_util.h"
 #include "engine/detect/fabric_nvlink.h"
+#include "fabric_test_util.h"
 
 namespace faultline {
 namespace {
@@ -71,10 +71,10 @@ TEST_F(FabricDetectNvlink, AnyReplayOrRecoveryIncreaseIsCritical) {
 
 TEST_F(FabricDetectNvlink, CounterResetIsANewBaseline) {
   Feed(Obs(NvlinkRef(4, 2), ObsKind::kNvlinkCrcFlit, 1e6, kT0));
-  Feed(Obs(NvlinkRef(4, 2), ObsKind::kNvlinkCrcFlit, 3, kT0 + 10 * kSec));   // reset
+  Feed(Obs(NvlinkRef(4, 2), ObsKind::kNvlinkCrcFlit, 3, kT0 + 10 * kSec));  // reset
   Feed(Obs(NvlinkRef(4, 2), ObsKind::kNvlinkCrcFlit, 3, kT0 + 20 * kSec));
   Feed(Obs(NvlinkRef(4, 2), ObsKind::kNvlinkReplay, 50, kT0));
-  Feed(Obs(NvlinkRef(4, 2), ObsKind::kNvlinkReplay, 0, kT0 + 10 * kSec));     // reset
+  Feed(Obs(NvlinkRef(4, 2), ObsKind::kNvlinkReplay, 0, kT0 + 10 * kSec));  // reset
   EXPECT_TRUE(det_.Findings().empty());
 }
 
@@ -109,7 +109,8 @@ TEST_F(FabricDetectNvlink, BothEndsBlameTheConnection) {
 TEST_F(FabricDetectNvlink, SxidOnThePeerPortCountsAsTheOtherEnd) {
   Ramp(NvlinkRef(6, 0), ObsKind::kNvlinkCrcFlit, 2000, 1);
   ComponentRef sw{ComponentType::kNvswitch, "0000:05:00.0", {}};  // switch 0 by BDF
-  Observation sx = Obs(sw, ObsKind::kSxid, 0, kT0 + 5 * kSec, {{"link", "14"}, {"severity", "Non-fatal"}}, Source::kKmsg);
+  Observation sx =
+      Obs(sw, ObsKind::kSxid, 0, kT0 + 5 * kSec, {{"link", "14"}, {"severity", "Non-fatal"}}, Source::kKmsg);
   sx.value.reset();
   sx.code = 20009;
   Feed(sx);
@@ -121,7 +122,8 @@ TEST_F(FabricDetectNvlink, SxidOnThePeerPortCountsAsTheOtherEnd) {
 
 TEST_F(FabricDetectNvlink, SxidKeyedByPciAddressResolvesThroughTopology) {
   Ramp(NvlinkRef(6, 3), ObsKind::kNvlinkCrcFlit, 2000, 1);  // GPU 6 link 3 -> switch 3 port 14
-  Observation sx = Obs(PcieComponent("0000:08:00.0"), ObsKind::kSxid, 0, kT0 + 5 * kSec, {{"link", "14"}}, Source::kKmsg);
+  Observation sx =
+      Obs(PcieComponent("0000:08:00.0"), ObsKind::kSxid, 0, kT0 + 5 * kSec, {{"link", "14"}}, Source::kKmsg);
   sx.value.reset();
   Feed(sx);
   auto fs = det_.Findings();

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "fabric_test_util.h"
 #include "engine/detect/fabric_pcie.h"
+#include "fabric_test_util.h"
 
 namespace faultline {
 namespace {
@@ -38,7 +38,8 @@ TEST_F(FabricDetectPcie, ExpectedReplayRateFollowsGenAndWidth) {
 }
 
 TEST_F(FabricDetectPcie, LinkTrainedBelowMaxWidthIsASilentSlowdown) {
-  ComponentRef gpu = Pcie("0000:1b:00.0", "gpu", "0000:00:01.0>0000:01:00.0>0000:02:00.0", {{"slot", "3"}, {"riser", "RISER-1"}});
+  ComponentRef gpu =
+      Pcie("0000:1b:00.0", "gpu", "0000:00:01.0>0000:01:00.0>0000:02:00.0", {{"slot", "3"}, {"riser", "RISER-1"}});
   det_.Observe(Obs(gpu, ObsKind::kPcieLinkWidth, 8, kT0, {{"max", "16"}}));
   auto fs = det_.Findings();
   ASSERT_EQ(fs.size(), 1u);
@@ -107,16 +108,20 @@ TEST_F(FabricDetectPcie, ReplayCounterResetIsANewBaseline) {
 
 TEST_F(FabricDetectPcie, KernelLogAerLinesAreLeftToTheKernelLogLayer) {
   ComponentRef gpu = Pcie("0000:1b:00.0", "gpu", "0000:00:01.0");
-  det_.Observe(Obs(gpu, ObsKind::kPcieAer, 0, kT0, {{"severity", "fatal"}, {"error", "TOTAL_ERR_FATAL"}}, Source::kKmsg));
-  det_.Observe(Obs(gpu, ObsKind::kPcieAer, 5, kT0 + kSec, {{"severity", "fatal"}, {"error", "TOTAL_ERR_FATAL"}}, Source::kKmsg));
+  det_.Observe(
+      Obs(gpu, ObsKind::kPcieAer, 0, kT0, {{"severity", "fatal"}, {"error", "TOTAL_ERR_FATAL"}}, Source::kKmsg));
+  det_.Observe(
+      Obs(gpu, ObsKind::kPcieAer, 5, kT0 + kSec, {{"severity", "fatal"}, {"error", "TOTAL_ERR_FATAL"}}, Source::kKmsg));
   EXPECT_TRUE(det_.Findings().empty());
 }
 
 TEST_F(FabricDetectPcie, AerStormBelowThresholdIsQuiet) {
   ComponentRef gpu = Pcie("0000:1b:00.0", "gpu", "0000:00:01.0");
   det_.Observe(Obs(gpu, ObsKind::kPcieAer, 0, kT0, {{"severity", "correctable"}, {"error", "TOTAL_ERR_COR"}}));
-  det_.Observe(Obs(gpu, ObsKind::kPcieAer, 5, kT0 + 60 * kSec, {{"severity", "correctable"}, {"error", "TOTAL_ERR_COR"}}));
-  det_.Observe(Obs(gpu, ObsKind::kPcieAer, 14, kT0 + 600 * kSec, {{"severity", "correctable"}, {"error", "TOTAL_ERR_COR"}}));
+  det_.Observe(
+      Obs(gpu, ObsKind::kPcieAer, 5, kT0 + 60 * kSec, {{"severity", "correctable"}, {"error", "TOTAL_ERR_COR"}}));
+  det_.Observe(
+      Obs(gpu, ObsKind::kPcieAer, 14, kT0 + 600 * kSec, {{"severity", "correctable"}, {"error", "TOTAL_ERR_COR"}}));
   EXPECT_TRUE(det_.Findings().empty());
 }
 

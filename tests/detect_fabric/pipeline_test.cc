@@ -19,7 +19,8 @@ namespace fs = std::filesystem;
 class FabricDetectPipeline : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = FakeSysfsScratchDir(std::string("fabric_") + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ =
+        FakeSysfsScratchDir(std::string("fabric_") + ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     auto tree = FakeSysfsTree::Create(dir_.string());
     ASSERT_TRUE(tree.ok()) << tree.status().ToString();

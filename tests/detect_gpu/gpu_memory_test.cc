@@ -57,7 +57,7 @@ TEST_F(GpuDetectMemoryTest, AggregateIncreaseFires) {
 
 TEST_F(GpuDetectMemoryTest, CounterResetIsANewBaselineNotANegativeRate) {
   Dbe(0, kT0, 0);
-  Dbe(0, kT0 + kMin, 3);  // three new errors
+  Dbe(0, kT0 + kMin, 3);      // three new errors
   Dbe(0, kT0 + 2 * kMin, 0);  // driver reload: volatile counter restarts
   Dbe(0, kT0 + 3 * kMin, 0);
   auto f = Of(*det_, FaultClass::kHbmUncorrectable);

@@ -25,8 +25,7 @@ class GpuDetectSbeTest : public ::testing::Test {
   void Feed(int gpu, int64_t from, int64_t to, int64_t step, const std::function<double(int64_t)>& count_at,
             double base = 0) {
     for (int64_t t = from; t <= to; t += step) {
-      det_->Observe(GpuObs(ObsKind::kEccSbe, gpu, kT0 + t, base + std::floor(count_at(t)),
-                           {{"counter", "aggregate"}}));
+      det_->Observe(GpuObs(ObsKind::kEccSbe, gpu, kT0 + t, base + std::floor(count_at(t)), {{"counter", "aggregate"}}));
     }
   }
   std::unique_ptr<Detector> det_ = MakeGpuSbeDetector({});
@@ -36,7 +35,8 @@ double PerHour(double rate, int64_t t) { return rate * static_cast<double>(t) / 
 
 TEST_F(GpuDetectSbeTest, BenignLowRateOverDaysDoesNotFire) {
   // Two SBEs an hour for five days on top of a lifetime count: ordinary background.
-  Feed(0, 0, 5 * kDay, 10 * kMin, [](int64_t t) { return PerHour(2, t); }, 1200);
+  Feed(
+      0, 0, 5 * kDay, 10 * kMin, [](int64_t t) { return PerHour(2, t); }, 1200);
   EXPECT_TRUE(det_->Findings().empty());
 }
 
@@ -47,8 +47,8 @@ TEST_F(GpuDetectSbeTest, JitteryLowRateDoesNotProjectALimit) {
     const double per_day = d % 2 ? 60 : 40;
     for (int s = 0; s < 48; ++s) {
       total += per_day / 48;
-      det_->Observe(GpuObs(ObsKind::kEccSbe, 2, kT0 + d * kDay + s * 30 * kMin, std::floor(total),
-                           {{"counter", "aggregate"}}));
+      det_->Observe(
+          GpuObs(ObsKind::kEccSbe, 2, kT0 + d * kDay + s * 30 * kMin, std::floor(total), {{"counter", "aggregate"}}));
     }
   }
   EXPECT_TRUE(det_->Findings().empty());
@@ -130,8 +130,8 @@ TEST_F(GpuDetectSbeTest, RisingDailyTrendSaysPlanRma) {
     const double per_day = 50 + 100 * d;
     for (int s = 0; s < 48; ++s) {
       total += per_day / 48;
-      det_->Observe(GpuObs(ObsKind::kEccSbe, 5, kT0 + d * kDay + s * 30 * kMin, std::floor(total),
-                           {{"counter", "aggregate"}}));
+      det_->Observe(
+          GpuObs(ObsKind::kEccSbe, 5, kT0 + d * kDay + s * 30 * kMin, std::floor(total), {{"counter", "aggregate"}}));
     }
   }
   auto f = Of(*det_, FaultClass::kHbmSbeAging);

@@ -82,8 +82,9 @@ TEST(KernelDetectTest, Xid48AloneResetsWith63Drains) {
   ASSERT_EQ(alone.size(), 1u);
   EXPECT_EQ(alone[0].fault_class, FaultClass::kHbmUncorrectable);
   EXPECT_EQ(alone[0].action, Action::kResetGpu);
-  auto paired = Detect(Xid(10, "0000:b5:00", 48, "7", "x", "DBE") +
-                       Xid(10.5, "0000:b5:00", 63, "'<unknown>'", "<unknown>", "Row Remapper: New row marked for remapping"));
+  auto paired =
+      Detect(Xid(10, "0000:b5:00", 48, "7", "x", "DBE") +
+             Xid(10.5, "0000:b5:00", 63, "'<unknown>'", "<unknown>", "Row Remapper: New row marked for remapping"));
   ASSERT_EQ(paired.size(), 1u);
   EXPECT_EQ(paired[0].action, Action::kDrain);
   EXPECT_EQ(paired[0].attrs.at("then"), "reset_gpu");
@@ -118,7 +119,8 @@ TEST(KernelDetectTest, Xid94NeverEscalatesToRma) {
 TEST(KernelDetectTest, FallenOffAfterAerNamesTheLink) {
   std::string log =
       "[  102.500000] pcieport 0000:b0:01.0: AER: Uncorrected (Non-Fatal) error received: 0000:b5:00.0\n"
-      "[  102.500001] nvidia 0000:b5:00.0: PCIe Bus Error: severity=Uncorrected (Non-Fatal), type=Transaction Layer, (Requester ID)\n"
+      "[  102.500001] nvidia 0000:b5:00.0: PCIe Bus Error: severity=Uncorrected (Non-Fatal), type=Transaction Layer, "
+      "(Requester ID)\n"
       "[  102.500003] nvidia 0000:b5:00.0:    [14] CmpltTO                (First)\n"
       "[  103.000000] NVRM: GPU 0000:b5:00.0: GPU has fallen off the bus.\n"
       "[  103.000001] NVRM: Xid (PCI:0000:b5:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n";
@@ -157,8 +159,9 @@ TEST(KernelDetectTest, NicCorrectedAerStormNeverImplicatesAGpu) {
     }
   }
   // A handful of corrected errors is noise, not a finding.
-  EXPECT_TRUE(OfClass(Detect(CorrectedAer(5, "0000:a0:03.0", "mlx5_core", "0000:a3:00.0")),
-                      FaultClass::kPcieLinkDegraded).empty());
+  EXPECT_TRUE(
+      OfClass(Detect(CorrectedAer(5, "0000:a0:03.0", "mlx5_core", "0000:a3:00.0")), FaultClass::kPcieLinkDegraded)
+          .empty());
 }
 
 TEST(KernelDetectTest, Xid154RaisesTheGpusAction) {
@@ -235,8 +238,9 @@ TEST(KernelDetectTest, NicLinkFlapIsALinkFinding) {
   ASSERT_EQ(fs.size(), 1u);
   EXPECT_EQ(fs[0].fault_class, FaultClass::kIbLinkDown);
   EXPECT_EQ(fs[0].action, Action::kReseatOrReplaceLink);
-  EXPECT_TRUE(Detect("[ 1.0] mlx5_core 0000:0c:00.0 ibp12s0: Link down\n[ 2.0] mlx5_core 0000:0c:00.0 ibp12s0: Link up\n")
-                  .empty());
+  EXPECT_TRUE(
+      Detect("[ 1.0] mlx5_core 0000:0c:00.0 ibp12s0: Link down\n[ 2.0] mlx5_core 0000:0c:00.0 ibp12s0: Link up\n")
+          .empty());
 }
 
 TEST(KernelDetectTest, IgnoresObservationsFromOtherSources) {
@@ -289,8 +293,8 @@ TEST(KernelDetectTest, Xid13WithoutAUnitFromRestartsIsNotHardware) {
   // "Graphics Exception: ESR ..." lines name no GPC/TPC: like XID 31, restarts of one
   // program are the program.
   const std::string esr = "Graphics Exception: ESR 0x405840=0x4000000 0x405844=0x0";
-  auto fs = Detect(Xid(100, "0000:b5:00", 13, "4242", "python3", esr) +
-                   Xid(900, "0000:b5:00", 13, "5353", "python3", esr));
+  auto fs =
+      Detect(Xid(100, "0000:b5:00", 13, "4242", "python3", esr) + Xid(900, "0000:b5:00", 13, "5353", "python3", esr));
   ASSERT_EQ(fs.size(), 1u);
   EXPECT_EQ(fs[0].fault_class, FaultClass::kUserApplication);
 }

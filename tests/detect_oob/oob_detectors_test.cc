@@ -79,8 +79,8 @@ TEST(OobDetect, VoltageOutsideThresholds) {
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kCritical);
   EXPECT_EQ(f[0].action, Action::kRma);
-  d->Observe(Obs(ObsKind::kVoltage, Sensor("P12V"), 12.0,
-                 {{"lower_noncritical", "11.4"}, {"lower_critical", "10.8"}}, kT0 + kNsPerSec));
+  d->Observe(Obs(ObsKind::kVoltage, Sensor("P12V"), 12.0, {{"lower_noncritical", "11.4"}, {"lower_critical", "10.8"}},
+                 kT0 + kNsPerSec));
   EXPECT_EQ(Of(d->Findings(), FaultClass::kVoltageOutOfRange)[0].attrs.at("state"), "cleared");
 }
 
@@ -237,8 +237,8 @@ TEST(OobDetect, SelClassifiedBySensorTypeAndEntryCode) {
   d->Observe(Sel("Cooling Device", "Transition to Critical from less severe", {{"sensor", "CDU"}}));
   d->Observe(Sel("Power Unit", "Redundancy Lost", {{"sensor", "PSU Redundancy"}}));
   d->Observe(Sel("Temperature", "Upper Critical - going high", {{"sensor", "Inlet Temp"}}));
-  d->Observe(Sel("Memory", "Correctable ECC", {{"sensor", "DIMM1"}}));         // not layer-1 physical
-  d->Observe(Sel("Power Supply", "Presence detected", {{"sensor", "PS1"}}));   // informational
+  d->Observe(Sel("Memory", "Correctable ECC", {{"sensor", "DIMM1"}}));        // not layer-1 physical
+  d->Observe(Sel("Power Supply", "Presence detected", {{"sensor", "PS1"}}));  // informational
   auto all = d->Findings();
   EXPECT_EQ(all.size(), 6u);
   auto psu = Of(all, FaultClass::kPowerSupply);
@@ -285,8 +285,10 @@ TEST(OobDetect, RegistryMessagesMatchIgnoringVersion) {
   EXPECT_EQ(f[0].count, 2u);
   EXPECT_EQ(f[0].component.Id(), "psu/PSU2");
   EXPECT_EQ(f[0].action, Action::kRma);
-  msg("Environmental.1.0.LeakDetectedCritical", "Tray", "/redfish/v1/Chassis/1U/ThermalSubsystem/LeakDetection/LeakDetectors/Tray", kT0 + 2);
-  msg("Environmental.1.1.LeakDetectedNormal", "Tray", "/redfish/v1/Chassis/1U/ThermalSubsystem/LeakDetection/LeakDetectors/Tray", kT0 + 3);
+  msg("Environmental.1.0.LeakDetectedCritical", "Tray",
+      "/redfish/v1/Chassis/1U/ThermalSubsystem/LeakDetection/LeakDetectors/Tray", kT0 + 2);
+  msg("Environmental.1.1.LeakDetectedNormal", "Tray",
+      "/redfish/v1/Chassis/1U/ThermalSubsystem/LeakDetection/LeakDetectors/Tray", kT0 + 3);
   auto leak = Of(d->Findings(), FaultClass::kCoolantLeak);
   ASSERT_EQ(leak.size(), 1u);
   EXPECT_EQ(leak[0].component.Id(), "coolant/leak-Tray");
@@ -301,8 +303,9 @@ TEST(OobDetect, RegistryMessagesMatchIgnoringVersion) {
 
 TEST(OobDetect, ConditionsOnHealthObservationsCount) {
   auto d = MakeOobEventDetector({});
-  d->Observe(Obs(ObsKind::kHealth, Psu("Bay1"), 1,
-                 {{"message_id", "Power.1.0.PowerSupplyPredictiveFailure"}, {"message_args", "PSU 1"}, {"condition", "true"}}));
+  d->Observe(Obs(
+      ObsKind::kHealth, Psu("Bay1"), 1,
+      {{"message_id", "Power.1.0.PowerSupplyPredictiveFailure"}, {"message_args", "PSU 1"}, {"condition", "true"}}));
   auto f = Of(d->Findings(), FaultClass::kPowerSupply);
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].severity, Severity::kWarning);

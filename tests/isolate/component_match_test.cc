@@ -34,8 +34,8 @@ TEST(IsolateComponentMatch, DifferentPartsAndAbsentKeysNeverMatch) {
   EXPECT_FALSE(SameComponent(Gpu3(), PcieComponent("0000:3b:00.0")));
   EXPECT_TRUE(Attached(Gpu3(), PcieComponent("0000:3b:00.0")));
   // Empty key values are not identities.
-  EXPECT_FALSE(SameComponent(Ref(ComponentType::kGpu, "1", {{"serial", ""}}),
-                             Ref(ComponentType::kGpu, "2", {{"serial", ""}})));
+  EXPECT_FALSE(
+      SameComponent(Ref(ComponentType::kGpu, "1", {{"serial", ""}}), Ref(ComponentType::kGpu, "2", {{"serial", ""}})));
 }
 
 TEST(IsolateComponentMatch, NvlinkIsAttachedToItsGpuButLinksStayDistinct) {

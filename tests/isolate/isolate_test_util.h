@@ -24,7 +24,9 @@ inline ComponentRef Ref(ComponentType type, std::string name, std::map<std::stri
 // GPU 3 as NVML names it, with every identity key.
 inline ComponentRef Gpu3() {
   return Ref(ComponentType::kGpu, "3",
-             {{"index", "3"}, {"uuid", "GPU-5f1b2c3d-0000-1111-2222-333344445555"}, {"serial", "1650923012345"},
+             {{"index", "3"},
+              {"uuid", "GPU-5f1b2c3d-0000-1111-2222-333344445555"},
+              {"serial", "1650923012345"},
               {"bdf", "0000:3b:00.0"}});
 }
 
@@ -45,13 +47,34 @@ class FindingBuilder {
     e.text = std::string(ToString(cls)) + " evidence at " + std::to_string(at_ns);
     f_.evidence.push_back(e);
   }
-  FindingBuilder& Sev(Severity s) { f_.severity = s; return *this; }
-  FindingBuilder& Act(Action a) { f_.action = a; return *this; }
-  FindingBuilder& Confidence(double c) { f_.confidence = c; return *this; }
-  FindingBuilder& Until(int64_t ns) { f_.last_ns = ns; return *this; }
-  FindingBuilder& Attr(std::string k, std::string v) { f_.attrs[std::move(k)] = std::move(v); return *this; }
-  FindingBuilder& Summary(std::string s) { f_.summary = std::move(s); return *this; }
-  FindingBuilder& NoEvidence() { f_.evidence.clear(); return *this; }
+  FindingBuilder& Sev(Severity s) {
+    f_.severity = s;
+    return *this;
+  }
+  FindingBuilder& Act(Action a) {
+    f_.action = a;
+    return *this;
+  }
+  FindingBuilder& Confidence(double c) {
+    f_.confidence = c;
+    return *this;
+  }
+  FindingBuilder& Until(int64_t ns) {
+    f_.last_ns = ns;
+    return *this;
+  }
+  FindingBuilder& Attr(std::string k, std::string v) {
+    f_.attrs[std::move(k)] = std::move(v);
+    return *this;
+  }
+  FindingBuilder& Summary(std::string s) {
+    f_.summary = std::move(s);
+    return *this;
+  }
+  FindingBuilder& NoEvidence() {
+    f_.evidence.clear();
+    return *this;
+  }
   operator Finding() const { return f_; }  // NOLINT(google-explicit-constructor)
 
  private:

@@ -12,11 +12,13 @@ using namespace testing_isolate;  // NOLINT(google-build-using-namespace): test 
 
 Finding Psu(int64_t at, const std::string& id = "1") {
   return Make(Layer::kOob, FaultClass::kPowerSupply, Ref(ComponentType::kPsu, id), at)
-      .Sev(Severity::kCritical).Act(Action::kRma);
+      .Sev(Severity::kCritical)
+      .Act(Action::kRma);
 }
 Finding Brake(const std::string& gpu, int64_t at) {
   return Make(Layer::kGpu, FaultClass::kGpuPowerBrake, Ref(ComponentType::kGpu, gpu, {{"index", gpu}}), at)
-      .Attr("symptom", "true").Act(Action::kMonitor);
+      .Attr("symptom", "true")
+      .Act(Action::kMonitor);
 }
 Finding SlowSteps(int64_t at) {
   return Make(Layer::kWorkload, FaultClass::kWorkloadImbalance, HostComponent("job/train-42"), at)
@@ -25,8 +27,7 @@ Finding SlowSteps(int64_t at) {
 
 TEST(IsolateCausal, PsuFailureExplainsPowerBrakeAndSlowSteps) {
   IsolateInput in = AllLayers();
-  in.findings = {SlowSteps(kT0 + 60 * kSec), Brake("0", kT0 + 30 * kSec), Brake("1", kT0 + 31 * kSec),
-                 Psu(kT0)};
+  in.findings = {SlowSteps(kT0 + 60 * kSec), Brake("0", kT0 + 30 * kSec), Brake("1", kT0 + 31 * kSec), Psu(kT0)};
   const auto ds = Isolate(in);
   ASSERT_EQ(ds.size(), 1u);
   const Diagnosis& d = ds[0];
@@ -104,7 +105,8 @@ TEST(IsolateCausal, SymptomTooLongAfterTheCauseIsNotExplained) {
 TEST(IsolateCausal, CauseThatLastsKeepsExplainingUntilItEnds) {
   IsolateInput in = AllLayers();
   in.findings = {Finding(Make(Layer::kOob, FaultClass::kPowerSupply, Ref(ComponentType::kPsu, "1"), kT0)
-                             .Until(kT0 + 30 * kMin).Sev(Severity::kCritical)),
+                             .Until(kT0 + 30 * kMin)
+                             .Sev(Severity::kCritical)),
                  Brake("0", kT0 + 35 * kMin)};
   const auto ds = Isolate(in);
   ASSERT_EQ(ds.size(), 1u);
@@ -162,9 +164,9 @@ TEST(IsolateCausal, HotInletExplainsGpuThermal) {
 
 TEST(IsolateCausal, CoolantLeakExplainsTheDegradedLoop) {
   IsolateInput in = AllLayers();
-  in.findings = {Make(Layer::kOob, FaultClass::kCoolingDegraded, Ref(ComponentType::kCoolant, "loop1"), kT0 + kMin),
-                 Make(Layer::kOob, FaultClass::kCoolantLeak, Ref(ComponentType::kCoolant, "loop1"), kT0)
-                     .Sev(Severity::kFatal)};
+  in.findings = {
+      Make(Layer::kOob, FaultClass::kCoolingDegraded, Ref(ComponentType::kCoolant, "loop1"), kT0 + kMin),
+      Make(Layer::kOob, FaultClass::kCoolantLeak, Ref(ComponentType::kCoolant, "loop1"), kT0).Sev(Severity::kFatal)};
   const auto ds = Isolate(in);
   ASSERT_EQ(ds.size(), 1u);
   EXPECT_EQ(ds[0].fault_class, FaultClass::kCoolantLeak);
@@ -198,16 +200,16 @@ TEST(IsolateCausal, FailedPumpAndItsHotLoopAreOneFaultNamedByThePump) {
 TEST(IsolateCausal, CoolingOnAnotherLoopDoesNotExplainAGpu) {
   IsolateInput in = AllLayers();
   in.findings = {Make(Layer::kOob, FaultClass::kCoolingDegraded, Ref(ComponentType::kCoolant, "loopA"), kT0),
-                 Make(Layer::kGpu, FaultClass::kGpuThermal,
-                      Ref(ComponentType::kGpu, "5", {{"coolant_loop", "loopB"}}), kT0 + kMin)};
+                 Make(Layer::kGpu, FaultClass::kGpuThermal, Ref(ComponentType::kGpu, "5", {{"coolant_loop", "loopB"}}),
+                      kT0 + kMin)};
   EXPECT_EQ(Isolate(in).size(), 2u);
 }
 
 TEST(IsolateCausal, DowntrainedPcieLinkExplainsSlowSteps) {
   IsolateInput in = AllLayers();
-  in.findings = {Make(Layer::kFabric, FaultClass::kPcieLinkDegraded, PcieComponent("0000:3b:00.0"), kT0)
-                     .Summary("link x8 of x16"),
-                 SlowSteps(kT0 + kMin)};
+  in.findings = {
+      Make(Layer::kFabric, FaultClass::kPcieLinkDegraded, PcieComponent("0000:3b:00.0"), kT0).Summary("link x8 of x16"),
+      SlowSteps(kT0 + kMin)};
   const auto ds = Isolate(in);
   ASSERT_EQ(ds.size(), 1u);
   EXPECT_EQ(ds[0].fault_class, FaultClass::kPcieLinkDegraded);
@@ -258,15 +260,17 @@ TEST(IsolateCausal, NvswitchFaultExplainsItsLinks) {
 }
 
 Finding KernelOffBus(int64_t at) {
-  return Make(Layer::kOs, FaultClass::kGpuFellOffBus, Ref(ComponentType::kGpu, "0000:3b:00.0", {{"bdf", "0000:3b:00.0"}}),
-              at).Sev(Severity::kCritical).Summary("Xid 79: GPU has fallen off the bus");
+  return Make(Layer::kOs, FaultClass::kGpuFellOffBus,
+              Ref(ComponentType::kGpu, "0000:3b:00.0", {{"bdf", "0000:3b:00.0"}}), at)
+      .Sev(Severity::kCritical)
+      .Summary("Xid 79: GPU has fallen off the bus");
 }
 
 TEST(IsolateCausal, FellOffBusFromKernelAndNvmlIsOneDiagnosis) {
   IsolateInput in = AllLayers();
-  in.findings = {KernelOffBus(kT0),
-                 Make(Layer::kGpu, FaultClass::kGpuFellOffBus, Gpu3(), kT0 + 5 * kSec).Sev(Severity::kCritical)
-                     .Summary("NVML: GPU is lost")};
+  in.findings = {KernelOffBus(kT0), Make(Layer::kGpu, FaultClass::kGpuFellOffBus, Gpu3(), kT0 + 5 * kSec)
+                                        .Sev(Severity::kCritical)
+                                        .Summary("NVML: GPU is lost")};
   const auto ds = Isolate(in);
   ASSERT_EQ(ds.size(), 1u);
   EXPECT_EQ(ds[0].fault_class, FaultClass::kGpuFellOffBus);
@@ -305,12 +309,16 @@ TEST(IsolateCausal, AerOnAnUnrelatedPortDoesNotTakeTheBlame) {
 
 TEST(IsolateCausal, RemapPendingAfterDbeIsOneDiagnosisWithTheDbeAsEvidence) {
   IsolateInput in = AllLayers();
-  in.findings = {Make(Layer::kGpu, FaultClass::kHbmUncorrectable, Gpu3(), kT0).Sev(Severity::kCritical)
-                     .Act(Action::kRma).Summary("1 DBE"),
-                 Make(Layer::kGpu, FaultClass::kRowRemapPending, Gpu3(), kT0 + kSec).Sev(Severity::kCritical)
-                     .Act(Action::kResetGpu),
-                 Make(Layer::kOs, FaultClass::kRowRemapPending, Ref(ComponentType::kGpu, "0000:3b:00.0"),
-                      kT0 + 2 * kSec).Summary("Xid 63")};
+  in.findings = {
+      Make(Layer::kGpu, FaultClass::kHbmUncorrectable, Gpu3(), kT0)
+          .Sev(Severity::kCritical)
+          .Act(Action::kRma)
+          .Summary("1 DBE"),
+      Make(Layer::kGpu, FaultClass::kRowRemapPending, Gpu3(), kT0 + kSec)
+          .Sev(Severity::kCritical)
+          .Act(Action::kResetGpu),
+      Make(Layer::kOs, FaultClass::kRowRemapPending, Ref(ComponentType::kGpu, "0000:3b:00.0"), kT0 + 2 * kSec)
+          .Summary("Xid 63")};
   const auto ds = Isolate(in);
   ASSERT_EQ(ds.size(), 1u);
   EXPECT_EQ(ds[0].fault_class, FaultClass::kRowRemapPending);
@@ -359,7 +367,8 @@ TEST(IsolateCausal, SympatheticErrorIsExplainedByTheFaultItEchoes) {
   IsolateInput in = AllLayers();
   in.findings = {KernelOffBus(kT0),
                  Make(Layer::kOs, FaultClass::kDriverFault, Ref(ComponentType::kGpu, "5"), kT0 + kSec)
-                     .Attr("sympathetic", "true").Act(Action::kRebootNode)};
+                     .Attr("sympathetic", "true")
+                     .Act(Action::kRebootNode)};
   auto ds = Isolate(in);
   ASSERT_EQ(ds.size(), 1u);
   EXPECT_EQ(ds[0].fault_class, FaultClass::kGpuFellOffBus);

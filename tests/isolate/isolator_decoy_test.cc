@@ -12,14 +12,18 @@ using namespace testing_isolate;  // NOLINT(google-build-using-namespace): test 
 
 Finding XidStorm(const std::string& gpu_bdf, int64_t at) {
   return Make(Layer::kOs, FaultClass::kUserApplication, Ref(ComponentType::kGpu, gpu_bdf, {{"bdf", gpu_bdf}}), at)
-      .Until(at + 5 * kMin).Act(Action::kNotifyUser).Summary("Xid 13 x500: Graphics SM Warp Exception");
+      .Until(at + 5 * kMin)
+      .Act(Action::kNotifyUser)
+      .Summary("Xid 13 x500: Graphics SM Warp Exception");
 }
 
 TEST(IsolateDecoy, UserXidStormWithBenignSbesIsTheProgramNotTheGpu) {
   IsolateInput in = AllLayers();
-  in.findings = {XidStorm("0000:b5:00.0", kT0),
-                 Make(Layer::kGpu, FaultClass::kHbmSbeAging, Ref(ComponentType::kGpu, "4", {{"bdf", "0000:b5:00.0"}}),
-                      kT0 - kMin).Sev(Severity::kInfo).Act(Action::kMonitor)};
+  in.findings = {
+      XidStorm("0000:b5:00.0", kT0),
+      Make(Layer::kGpu, FaultClass::kHbmSbeAging, Ref(ComponentType::kGpu, "4", {{"bdf", "0000:b5:00.0"}}), kT0 - kMin)
+          .Sev(Severity::kInfo)
+          .Act(Action::kMonitor)};
   const auto ds = Isolate(in);
   ASSERT_EQ(ds.size(), 2u);
   EXPECT_EQ(ds[0].fault_class, FaultClass::kUserApplication);
@@ -41,8 +45,10 @@ TEST(IsolateDecoy, CorrectedAerBurstOnANicIsNotAGpuFaultNorTheSlowdown) {
   IsolateInput in = AllLayers();
   ComponentRef nic = PcieComponent("0000:5e:00.0");
   nic.keys["device_class"] = "network";
-  in.findings = {Make(Layer::kOs, FaultClass::kPcieLinkDegraded, nic, kT0).Sev(Severity::kInfo)
-                     .Act(Action::kMonitor).Summary("AER corrected x40 (RxErr)"),
+  in.findings = {Make(Layer::kOs, FaultClass::kPcieLinkDegraded, nic, kT0)
+                     .Sev(Severity::kInfo)
+                     .Act(Action::kMonitor)
+                     .Summary("AER corrected x40 (RxErr)"),
                  Make(Layer::kWorkload, FaultClass::kWorkloadImbalance, HostComponent("job/7"), kT0 + kMin)};
   auto ds = Isolate(in);
   ASSERT_EQ(ds.size(), 2u);
@@ -60,7 +66,9 @@ TEST(IsolateDecoy, CorrectedAerBurstOnANicIsNotAGpuFaultNorTheSlowdown) {
 TEST(IsolateDecoy, RedundantPsuFailureExplainsNothingAndIsLowUrgency) {
   IsolateInput in = AllLayers();
   in.findings = {Make(Layer::kOob, FaultClass::kPowerSupply, Ref(ComponentType::kPsu, "2"), kT0)
-                     .Sev(Severity::kCritical).Act(Action::kRma).Summary("PSU2 failed")};
+                     .Sev(Severity::kCritical)
+                     .Act(Action::kRma)
+                     .Summary("PSU2 failed")};
   const auto ds = Isolate(in);
   ASSERT_EQ(ds.size(), 1u);
   EXPECT_EQ(ds[0].fault_class, FaultClass::kPowerSupply);
@@ -77,7 +85,8 @@ TEST(IsolateDecoy, PsuSagPlusUnrelatedSegfaultGivesTwoIndependentDiagnoses) {
       Make(Layer::kOob, FaultClass::kVoltageOutOfRange, Ref(ComponentType::kPsu, "1"), kT0).Sev(Severity::kCritical),
       Make(Layer::kGpu, FaultClass::kGpuPowerBrake, Ref(ComponentType::kGpu, "0"), kT0 + 20 * kSec),
       Make(Layer::kWorkload, FaultClass::kWorkloadImbalance, HostComponent("job/1"), kT0 + kMin),
-      Make(Layer::kOs, FaultClass::kUserApplication, HostComponent(), kT0 + 2 * kMin).Sev(Severity::kCritical)
+      Make(Layer::kOs, FaultClass::kUserApplication, HostComponent(), kT0 + 2 * kMin)
+          .Sev(Severity::kCritical)
           .Summary("python[4242]: segfault at 0 in libfoo.so")};
   const auto ds = Isolate(in);
   ASSERT_EQ(ds.size(), 2u);
@@ -101,12 +110,11 @@ TEST(IsolateDecoy, SlowdownWithNoCauseIsTheWorkloadWithEveryLayerRuledOut) {
   IsolateInput in = AllLayers();
   in.slowdown_reported = true;
   in.symptom_ns = kT0;
-  in.observations = {
-      Reading(Layer::kOob, Ref(ComponentType::kPsu, "1"), ObsKind::kPsuState, 1, "PSU1 OK", kT0),
-      Reading(Layer::kOob, Ref(ComponentType::kPsu, "2"), ObsKind::kPsuState, 1, "PSU2 OK", kT0),
-      Reading(Layer::kOob, Ref(ComponentType::kSensor, "inlet"), ObsKind::kTemperature, 24,
-              "inlet 24 C below 40 C threshold", kT0),
-      Reading(Layer::kGpu, Gpu3(), ObsKind::kClockThrottle, 0, "gpu/3 no clock event reasons", kT0)};
+  in.observations = {Reading(Layer::kOob, Ref(ComponentType::kPsu, "1"), ObsKind::kPsuState, 1, "PSU1 OK", kT0),
+                     Reading(Layer::kOob, Ref(ComponentType::kPsu, "2"), ObsKind::kPsuState, 1, "PSU2 OK", kT0),
+                     Reading(Layer::kOob, Ref(ComponentType::kSensor, "inlet"), ObsKind::kTemperature, 24,
+                             "inlet 24 C below 40 C threshold", kT0),
+                     Reading(Layer::kGpu, Gpu3(), ObsKind::kClockThrottle, 0, "gpu/3 no clock event reasons", kT0)};
   const auto ds = Isolate(in);
   ASSERT_EQ(ds.size(), 1u);
   const Diagnosis& d = ds[0];
@@ -117,8 +125,7 @@ TEST(IsolateDecoy, SlowdownWithNoCauseIsTheWorkloadWithEveryLayerRuledOut) {
   EXPECT_EQ(d.evidence[0].time_ns, kT0);
   ASSERT_EQ(d.ruled_out.size(), 4u);
   EXPECT_EQ(d.ruled_out[0].layer, Layer::kOob);
-  EXPECT_EQ(d.ruled_out[0].reason,
-            "no fault in the oob layer: PSU1 OK; PSU2 OK; inlet 24 C below 40 C threshold");
+  EXPECT_EQ(d.ruled_out[0].reason, "no fault in the oob layer: PSU1 OK; PSU2 OK; inlet 24 C below 40 C threshold");
   EXPECT_EQ(d.ruled_out[0].evidence.size(), 3u);
   EXPECT_EQ(d.ruled_out[2].layer, Layer::kOs);
   EXPECT_NE(d.ruled_out[2].reason.find("answered with no finding"), std::string::npos);
@@ -164,13 +171,12 @@ TEST(IsolateDecoy, LayerWithAFaultOrWithoutDataIsNeverRuledOut) {
 
 TEST(IsolateDecoy, RuledOutQuotesTheLatestReadingPerSensorAndIsCapped) {
   IsolateInput in = AllLayers();
-  in.observations = {Reading(Layer::kOob, Ref(ComponentType::kSensor, "inlet"), ObsKind::kTemperature, 24,
-                             "inlet 24 C", kT0 + kMin),
-                     Reading(Layer::kOob, Ref(ComponentType::kSensor, "inlet"), ObsKind::kTemperature, 31,
-                             "inlet 31 C", kT0)};
+  in.observations = {
+      Reading(Layer::kOob, Ref(ComponentType::kSensor, "inlet"), ObsKind::kTemperature, 24, "inlet 24 C", kT0 + kMin),
+      Reading(Layer::kOob, Ref(ComponentType::kSensor, "inlet"), ObsKind::kTemperature, 31, "inlet 31 C", kT0)};
   for (int i = 0; i < 3; ++i) {
-    in.observations.push_back(Reading(Layer::kOob, Ref(ComponentType::kFan, std::to_string(i)), ObsKind::kFanSpeed,
-                                      9000, "", kT0));
+    in.observations.push_back(
+        Reading(Layer::kOob, Ref(ComponentType::kFan, std::to_string(i)), ObsKind::kFanSpeed, 9000, "", kT0));
   }
   IsolateOptions opt;
   opt.max_ruled_out_evidence = 4;

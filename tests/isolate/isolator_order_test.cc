@@ -15,10 +15,10 @@ using namespace testing_isolate;  // NOLINT(google-build-using-namespace): test 
 
 TEST(IsolateOrder, WhenTheQuestionIsASlowdownItsAnswerLeads) {
   IsolateInput in = AllLayers();
-  in.findings = {Make(Layer::kGpu, FaultClass::kHbmUncorrectable, Ref(ComponentType::kGpu, "6"), kT0)
-                     .Sev(Severity::kCritical),
-                 Make(Layer::kFabric, FaultClass::kNvlinkErrors, Ref(ComponentType::kNvlink, "3/11"), kT0 + kSec),
-                 Make(Layer::kWorkload, FaultClass::kWorkloadImbalance, HostComponent("job"), kT0 + kMin)};
+  in.findings = {
+      Make(Layer::kGpu, FaultClass::kHbmUncorrectable, Ref(ComponentType::kGpu, "6"), kT0).Sev(Severity::kCritical),
+      Make(Layer::kFabric, FaultClass::kNvlinkErrors, Ref(ComponentType::kNvlink, "3/11"), kT0 + kSec),
+      Make(Layer::kWorkload, FaultClass::kWorkloadImbalance, HostComponent("job"), kT0 + kMin)};
   const auto ds = Isolate(in);
   ASSERT_EQ(ds.size(), 2u);
   // The DBE could explain slow steps only weakly; the NVLink errors explain them directly.
@@ -29,9 +29,9 @@ TEST(IsolateOrder, WhenTheQuestionIsASlowdownItsAnswerLeads) {
 
 TEST(IsolateOrder, WeakCauseExplainsSlowStepsWhenNothingDirectFits) {
   IsolateInput in = AllLayers();
-  in.findings = {Make(Layer::kGpu, FaultClass::kHbmUncorrectable, Ref(ComponentType::kGpu, "6"), kT0)
-                     .Sev(Severity::kCritical),
-                 Make(Layer::kWorkload, FaultClass::kWorkloadImbalance, HostComponent("job"), kT0 + kMin)};
+  in.findings = {
+      Make(Layer::kGpu, FaultClass::kHbmUncorrectable, Ref(ComponentType::kGpu, "6"), kT0).Sev(Severity::kCritical),
+      Make(Layer::kWorkload, FaultClass::kWorkloadImbalance, HostComponent("job"), kT0 + kMin)};
   const auto ds = Isolate(in);
   ASSERT_EQ(ds.size(), 1u);
   EXPECT_EQ(ds[0].fault_class, FaultClass::kHbmUncorrectable);
@@ -42,10 +42,10 @@ TEST(IsolateOrder, SeverityThenActionThenConfidence) {
   IsolateInput in = AllLayers();
   in.findings = {
       Make(Layer::kFabric, FaultClass::kIbLinkErrors, Ref(ComponentType::kIb, "mlx5_0/1"), kT0)
-          .Act(Action::kReseatOrReplaceLink).Confidence(0.9),
+          .Act(Action::kReseatOrReplaceLink)
+          .Confidence(0.9),
       Make(Layer::kGpu, FaultClass::kGpuSram, Ref(ComponentType::kGpu, "1"), kT0).Act(Action::kRma).Confidence(0.6),
-      Make(Layer::kGpu, FaultClass::kHbmSbeAging, Ref(ComponentType::kGpu, "2"), kT0).Act(Action::kRma)
-          .Confidence(0.7),
+      Make(Layer::kGpu, FaultClass::kHbmSbeAging, Ref(ComponentType::kGpu, "2"), kT0).Act(Action::kRma).Confidence(0.7),
       Make(Layer::kOs, FaultClass::kHostMemory, HostComponent(), kT0).Sev(Severity::kCritical).Act(Action::kMonitor)};
   const auto ds = Isolate(in);
   ASSERT_EQ(ds.size(), 4u);
@@ -90,10 +90,10 @@ TEST(IsolateOrder, AmongEqualCausesTheCloserInTimeThenTheMoreSevereWins) {
   // PSU1 has been critical for six minutes without braking anything; PSU2 failed a
   // minute before the brake: PSU2 is the cause.
   IsolateInput in = AllLayers();
-  in.findings = {Make(Layer::kOob, FaultClass::kPowerSupply, Ref(ComponentType::kPsu, "1"), kT0)
-                     .Sev(Severity::kCritical),
-                 Make(Layer::kOob, FaultClass::kPowerSupply, Ref(ComponentType::kPsu, "2"), kT0 + 5 * kMin),
-                 Make(Layer::kGpu, FaultClass::kGpuPowerBrake, Gpu3(), kT0 + 6 * kMin)};
+  in.findings = {
+      Make(Layer::kOob, FaultClass::kPowerSupply, Ref(ComponentType::kPsu, "1"), kT0).Sev(Severity::kCritical),
+      Make(Layer::kOob, FaultClass::kPowerSupply, Ref(ComponentType::kPsu, "2"), kT0 + 5 * kMin),
+      Make(Layer::kGpu, FaultClass::kGpuPowerBrake, Gpu3(), kT0 + 6 * kMin)};
   auto explains_brake = [](const std::vector<Diagnosis>& ds) {
     for (const Diagnosis& d : ds) {
       if (!d.explains.empty()) return d.component.Id();

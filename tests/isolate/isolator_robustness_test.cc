@@ -47,12 +47,11 @@ TEST(IsolateRobustness, ExtremeTimesAndOptionsDoNotOverflow) {
 
 TEST(IsolateRobustness, NonsenseConfidenceIsSanitized) {
   IsolateInput in = AllLayers();
-  in.findings = {
-      Make(Layer::kGpu, FaultClass::kGpuSram, Ref(ComponentType::kGpu, "1"), kT0)
-          .Confidence(std::numeric_limits<double>::quiet_NaN()),
-      Make(Layer::kGpu, FaultClass::kGpuSram, Ref(ComponentType::kGpu, "2"), kT0).Confidence(-3),
-      Make(Layer::kGpu, FaultClass::kGpuSram, Ref(ComponentType::kGpu, "4"), kT0)
-          .Confidence(std::numeric_limits<double>::infinity())};
+  in.findings = {Make(Layer::kGpu, FaultClass::kGpuSram, Ref(ComponentType::kGpu, "1"), kT0)
+                     .Confidence(std::numeric_limits<double>::quiet_NaN()),
+                 Make(Layer::kGpu, FaultClass::kGpuSram, Ref(ComponentType::kGpu, "2"), kT0).Confidence(-3),
+                 Make(Layer::kGpu, FaultClass::kGpuSram, Ref(ComponentType::kGpu, "4"), kT0)
+                     .Confidence(std::numeric_limits<double>::infinity())};
   const auto ds = Isolate(in);
   ASSERT_EQ(ds.size(), 3u);
   ExpectInvariants(ds);
@@ -61,8 +60,8 @@ TEST(IsolateRobustness, NonsenseConfidenceIsSanitized) {
 TEST(IsolateRobustness, FloodOfFindingsIsFoldedAndEvidenceIsCapped) {
   IsolateInput in = AllLayers();
   for (int i = 0; i < 1500; ++i) {
-    in.findings.push_back(Make(Layer::kOs, FaultClass::kUserApplication, Ref(ComponentType::kGpu, "0000:b5:00.0"),
-                               kT0 + i * kSec));
+    in.findings.push_back(
+        Make(Layer::kOs, FaultClass::kUserApplication, Ref(ComponentType::kGpu, "0000:b5:00.0"), kT0 + i * kSec));
   }
   IsolateOptions opt;
   opt.max_evidence = 100;
@@ -87,7 +86,8 @@ TEST(IsolateRobustness, DuplicateEvidenceFromTwoFindingsIsListedOnce) {
 
 TEST(IsolateRobustness, FindingsWithoutEvidenceStillLeaveAChain) {
   IsolateInput in = AllLayers();
-  in.findings = {Make(Layer::kOob, FaultClass::kPowerSupply, Ref(ComponentType::kPsu, "1"), kT0).NoEvidence()
+  in.findings = {Make(Layer::kOob, FaultClass::kPowerSupply, Ref(ComponentType::kPsu, "1"), kT0)
+                     .NoEvidence()
                      .Summary("PSU1 failed"),
                  Make(Layer::kGpu, FaultClass::kGpuPowerBrake, Gpu3(), kT0 + kSec).NoEvidence()};
   const auto ds = Isolate(in);

@@ -48,7 +48,8 @@ class ScriptedKmsg final : public KmsgDevice {
 const FakeClock kClock(/*now=*/1'700'000'000'000'000'000, /*boot=*/1'000'000'000'000);
 
 TEST(KmsgRecordTest, ParsesRecordWithDictionary) {
-  auto rec = ParseKmsgRecord("3,3973,227996636,-;nvidia 0000:3b:00.0: PCIe Bus Error\n SUBSYSTEM=pci\n DEVICE=+pci:0000:3b:00.0\n");
+  auto rec = ParseKmsgRecord(
+      "3,3973,227996636,-;nvidia 0000:3b:00.0: PCIe Bus Error\n SUBSYSTEM=pci\n DEVICE=+pci:0000:3b:00.0\n");
   ASSERT_TRUE(rec.ok());
   EXPECT_EQ(rec->priority, 3);
   EXPECT_EQ(rec->seq, 3973u);

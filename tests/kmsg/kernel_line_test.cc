@@ -131,7 +131,8 @@ TEST(KernelLineTest, AerHeaderDetailAndBits) {
   EXPECT_EQ(rx.device, "0000:00:03.1");
   EXPECT_EQ(rx.severity, "Corrected");
   EXPECT_EQ(rx.source, "0000:3b:00.0");
-  auto multi = ClassifyKernelMessage("pcieport 0000:00:03.1: AER: Multiple Uncorrected (Fatal) error received: 0000:3b:00.0");
+  auto multi =
+      ClassifyKernelMessage("pcieport 0000:00:03.1: AER: Multiple Uncorrected (Fatal) error received: 0000:3b:00.0");
   EXPECT_EQ(multi.severity, "Uncorrected (Fatal)");
   auto bus = ClassifyKernelMessage(
       "nvidia 0000:3b:00.0: PCIe Bus Error: severity=Corrected, type=Physical Layer, (Receiver ID)");
@@ -213,23 +214,31 @@ TEST(KernelLineTest, Mlx5AndDriverLines) {
 }
 
 TEST(KernelLineTest, BenignLinesAreNone) {
-  for (const char* line : {"pcieport 0000:00:01.0: AER: enabled with IRQ 24",
-                           "NVRM: loading NVIDIA UNIX x86_64 Kernel Module  535.129.03",
-                           "e1000e 0000:00:1f.6 eno1: NIC Link is Up 1000 Mbps Full Duplex",
-                           "EDAC MC: Ver: 3.0.0", "usb 1-1: new high-speed USB device number 2 using xhci_hcd", ""}) {
+  for (const char* line :
+       {"pcieport 0000:00:01.0: AER: enabled with IRQ 24", "NVRM: loading NVIDIA UNIX x86_64 Kernel Module  535.129.03",
+        "e1000e 0000:00:1f.6 eno1: NIC Link is Up 1000 Mbps Full Duplex", "EDAC MC: Ver: 3.0.0",
+        "usb 1-1: new high-speed USB device number 2 using xhci_hcd", ""}) {
     EXPECT_EQ(ClassifyKernelMessage(line).type, KT::kNone) << line;
   }
 }
 
 TEST(KernelLineTest, HostileAndTruncatedInputNeverCrashes) {
   static const char kWithNuls[] = "NVRM: Xid (PCI:0000:b5:00): 13, \0\0\0";
-  const std::string samples[] = {
-      "NVRM: Xid (PCI:0000:b5:00): ",           "NVRM: Xid (PCI:0000:b5:00",    "NVRM: Xid (",
-      "NVRM: Xid (PCI:0000:b5:00): 99999999999999999999999, x", "NVRM: Xid (PCI:0000:b5:00): -5, x",
-      "nvidia-nvswitch0: SXid (PCI:", "pcieport 0000:00:03.1: AER: Corrected error received: ",
-      "nvidia 0000:3b:00.0:    [99] RxErr", "nvidia 0000:3b:00.0:    [", "traps: ", ": segfault at ",
-      "Out of memory: Killed process ", "watchdog: BUG: soft lockup - CPU#", std::string(100000, 'A'),
-      std::string(kWithNuls, sizeof kWithNuls - 1)};
+  const std::string samples[] = {"NVRM: Xid (PCI:0000:b5:00): ",
+                                 "NVRM: Xid (PCI:0000:b5:00",
+                                 "NVRM: Xid (",
+                                 "NVRM: Xid (PCI:0000:b5:00): 99999999999999999999999, x",
+                                 "NVRM: Xid (PCI:0000:b5:00): -5, x",
+                                 "nvidia-nvswitch0: SXid (PCI:",
+                                 "pcieport 0000:00:03.1: AER: Corrected error received: ",
+                                 "nvidia 0000:3b:00.0:    [99] RxErr",
+                                 "nvidia 0000:3b:00.0:    [",
+                                 "traps: ",
+                                 ": segfault at ",
+                                 "Out of memory: Killed process ",
+                                 "watchdog: BUG: soft lockup - CPU#",
+                                 std::string(100000, 'A'),
+                                 std::string(kWithNuls, sizeof kWithNuls - 1)};
   for (const std::string& s : samples) {
     KernelEvent ev = ClassifyKernelMessage(s);
     if (ev.type == KT::kXid) {

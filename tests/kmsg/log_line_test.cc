@@ -62,8 +62,8 @@ TEST(LogLineTest, SyslogAndJournal) {
 
 TEST(LogLineTest, PlainAndDamagedLines) {
   EXPECT_EQ(ParseLogLine("NVRM: Xid (PCI:0000:b5:00): 79, x", kRef).format, LogFormat::kPlain);
-  for (const char* s : {"[", "[ 12.", "[abc] x", "6,", "6,1;", "6,1,2", "Feb 30 99:99:99 x kernel: y", "kern:",
-                        "1234567890", "\r"}) {
+  for (const char* s :
+       {"[", "[ 12.", "[abc] x", "6,", "6,1;", "6,1,2", "Feb 30 99:99:99 x kernel: y", "kern:", "1234567890", "\r"}) {
     LogLine l = ParseLogLine(s, kRef);
     EXPECT_LE(l.message.size(), std::string_view(s).size()) << s;
   }

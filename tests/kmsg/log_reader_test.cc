@@ -101,7 +101,8 @@ TEST(KernelLogReaderTest, SyslogLinesFromOtherProgramsAreNotKernelEvidence) {
 
 TEST(KernelLogReaderTest, IdenticalLinesFoldIntoOneWithACount) {
   std::string log;
-  const std::string line = "NVRM: Xid (PCI:0000:b5:00): 95, pid=1234, name=train, Uncontained: FBHUB. RST: No, D-RST: No\n";
+  const std::string line =
+      "NVRM: Xid (PCI:0000:b5:00): 95, pid=1234, name=train, Uncontained: FBHUB. RST: No, D-RST: No\n";
   for (int i = 0; i < 800000; ++i) {
     log += "[" + std::to_string(1000 + i / 1000) + "." + std::to_string(100000 + i % 1000) + "] " + line;
   }

@@ -60,7 +60,7 @@ TEST_F(RedfishCollectorTest, SweepReadsEveryResourceKind) {
   RedfishCollector collector(client, {.node = "n1"});
   SweepResult r = collector.Sweep(Deadline());
   EXPECT_TRUE(r.errors.empty()) << r.errors[0];
-  EXPECT_EQ(Count(r, ObsKind::kPsuState), 4u);   // deprecated Power (2) + PowerSubsystem (2)
+  EXPECT_EQ(Count(r, ObsKind::kPsuState), 4u);  // deprecated Power (2) + PowerSubsystem (2)
   EXPECT_EQ(Count(r, ObsKind::kCoolantTemp), 3u);
   EXPECT_EQ(Count(r, ObsKind::kCoolantFlow), 1u);
   EXPECT_EQ(Count(r, ObsKind::kPumpState), 1u);
@@ -68,8 +68,8 @@ TEST_F(RedfishCollectorTest, SweepReadsEveryResourceKind) {
   EXPECT_EQ(Count(r, ObsKind::kFanState), 2u);
   EXPECT_GE(Count(r, ObsKind::kTemperature), 3u);
   EXPECT_GE(Count(r, ObsKind::kVoltage), 5u);
-  EXPECT_EQ(Count(r, ObsKind::kSelEntry), 3u);   // 2 on page 1, 1 on page 2; the journal is skipped
-  EXPECT_GE(Count(r, ObsKind::kHealth), 2u);     // chassis condition + redundancy
+  EXPECT_EQ(Count(r, ObsKind::kSelEntry), 3u);  // 2 on page 1, 1 on page 2; the journal is skipped
+  EXPECT_GE(Count(r, ObsKind::kHealth), 2u);    // chassis condition + redundancy
   for (const auto& o : r.observations) {
     EXPECT_EQ(o.node, "n1");
     EXPECT_EQ(o.layer, Layer::kOob);
@@ -198,7 +198,8 @@ TEST_F(RedfishCollectorTest, ExpiredSessionLogsInAgain) {
   fake_.AddHandler([&](const HttpRequest& req) -> std::optional<Result<HttpResponse>> {
     if (req.method == "POST") {
       int n = ++posts;
-      return HttpResponse{201, {{"x-auth-token", "tok-" + std::to_string(n)}, {"location", "/s/" + std::to_string(n)}}, "{}"};
+      return HttpResponse{
+          201, {{"x-auth-token", "tok-" + std::to_string(n)}, {"location", "/s/" + std::to_string(n)}}, "{}"};
     }
     for (const auto& [k, v] : req.headers) {
       if (k == "X-Auth-Token" && v == "tok-1") return HttpResponse{401, {}, "{}"};
@@ -228,7 +229,7 @@ TEST_F(RedfishCollectorTest, ServerErrorsAreRetriedThenReported) {
   ASSERT_EQ(r.errors.size(), 1u);
   EXPECT_NE(r.errors[0].find("/redfish/v1/Chassis/GPU1/Thermal"), std::string::npos);
   EXPECT_EQ(fake_.CountRequests("GET", "/redfish/v1/Chassis/GPU1/Thermal"), 3u);  // 1 + 2 retries
-  EXPECT_EQ(Count(r, ObsKind::kLeak), 1u);  // the walk went on
+  EXPECT_EQ(Count(r, ObsKind::kLeak), 1u);                                        // the walk went on
 }
 
 TEST_F(RedfishCollectorTest, MalformedAndTruncatedBodiesAreErrors) {
@@ -306,7 +307,7 @@ TEST_F(RedfishCollectorTest, SweepFeedsTheOobDetectors) {
   EXPECT_GT(classes[FaultClass::kPowerSupply], 0);
   EXPECT_GT(classes[FaultClass::kPowerInsufficient], 0);  // 5600 W on one 3000 W PSU
   EXPECT_GT(classes[FaultClass::kCoolantLeak], 0);
-  EXPECT_GT(classes[FaultClass::kThermalInlet], 0);       // the IML "Inlet Ambient" caution
+  EXPECT_GT(classes[FaultClass::kThermalInlet], 0);  // the IML "Inlet Ambient" caution
 }
 
 }  // namespace

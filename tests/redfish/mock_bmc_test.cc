@@ -1,12 +1,13 @@
 // The Redfish client over real HTTPS on loopback, against the mock BMC serving
 // tests/redfish/data/node1 with a certificate generated at test time.
+#include "sim/mock_bmc/mock_bmc.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <thread>
 
 #include "core/time.h"
-#include "sim/mock_bmc/mock_bmc.h"
 #include "sources/redfish/curl_http_client.h"
 #include "sources/redfish/event_stream.h"
 #include "sources/redfish/redfish_collector.h"
@@ -73,7 +74,7 @@ TEST_F(RedfishMockBmcTest, HttpsWithCaAndSession) {
   EXPECT_EQ(Count(r, ObsKind::kLeak), 1u);
   EXPECT_EQ(Count(r, ObsKind::kSelEntry), 2u);  // the mock applies $skip=2 to a 2-entry page
   EXPECT_EQ(bmc_->sessions_created(), 1u);
-  EXPECT_EQ(bmc_->sessions_deleted(), 1u);   // the client logged out
+  EXPECT_EQ(bmc_->sessions_deleted(), 1u);  // the client logged out
   EXPECT_TRUE(bmc_->open_sessions().empty());
   EXPECT_EQ(r.requests, bmc_->total_requests() - 2);  // minus the session POST and DELETE
 }
@@ -211,7 +212,8 @@ TEST_F(RedfishMockBmcTest, SseEventsArriveAsObservations) {
     got += static_cast<int>(obs.size());
   });
   std::thread t([&] { (void)stream.Run(); });
-  for (int i = 0; i < 500 && bmc_->sse_subscribers() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 500 && bmc_->sse_subscribers() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   ASSERT_EQ(bmc_->sse_subscribers(), 1);
   bmc_->PushEvent({.message_id = "Power.1.0.PowerSupplyFailed", .message_args = {"PSU2"}, .severity = "Critical"});
   for (int i = 0; i < 500 && got.load() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -241,7 +243,8 @@ TEST_F(RedfishMockBmcTest, RunnerSweepsOnItsOwnThreadAndLogsOutOnStop) {
   });
   runner.Start();
   for (int i = 0; i < 1000 && runner.sweeps() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  for (int i = 0; i < 500 && bmc_->sse_subscribers() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 500 && bmc_->sse_subscribers() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_TRUE(runner.streaming());
   runner.Stop();
   EXPECT_GE(runner.sweeps(), 2u);

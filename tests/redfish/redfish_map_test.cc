@@ -98,24 +98,28 @@ TEST(RedfishMap, PowerSupplyWithConditionsAndMetrics) {
 
 TEST(RedfishMap, ThermalSubsystemParts) {
   MapResult fan = MapResource(Json::parse(R"({"@odata.type":"#Fan.v1_6_0.Fan","Id":"Bay1",
-    "Status":{"Health":"OK"},"SpeedPercent":{"Reading":45,"SpeedRPM":2200}})"), Ctx());
+    "Status":{"Health":"OK"},"SpeedPercent":{"Reading":45,"SpeedRPM":2200}})"),
+                              Ctx());
   EXPECT_EQ(OfKind(fan, ObsKind::kFanSpeed).size(), 2u);
   MapResult pump = MapResource(Json::parse(R"({"@odata.type":"#Pump.v1_2_0.Pump","Id":"1",
-    "Status":{"Health":"Critical"},"PumpSpeedPercent":{"Reading":0}})"), Ctx());
+    "Status":{"Health":"Critical"},"PumpSpeedPercent":{"Reading":0}})"),
+                               Ctx());
   auto ps = OfKind(pump, ObsKind::kPumpState);
   ASSERT_EQ(ps.size(), 1u);
   EXPECT_EQ(ps[0].component.Id(), "coolant/pump-1");
   EXPECT_EQ(*ps[0].value, 2);
   MapResult cc = MapResource(Json::parse(R"({"@odata.type":"#CoolantConnector.v1_3_0.CoolantConnector","Id":"CPU1",
     "SupplyTemperatureCelsius":{"Reading":14.8},"ReturnTemperatureCelsius":{"Reading":38.2},
-    "DeltaTemperatureCelsius":{"Reading":23.4},"FlowLitersPerMinute":{"Reading":10}})"), Ctx());
+    "DeltaTemperatureCelsius":{"Reading":23.4},"FlowLitersPerMinute":{"Reading":10}})"),
+                             Ctx());
   auto temps = OfKind(cc, ObsKind::kCoolantTemp);
   ASSERT_EQ(temps.size(), 3u);
   EXPECT_EQ(temps[1].attrs.at("point"), "return");
   EXPECT_EQ(OfKind(cc, ObsKind::kCoolantFlow).size(), 1u);
   MapResult tm = MapResource(Json::parse(R"({"@odata.type":"#ThermalMetrics.v1_3_2.ThermalMetrics",
     "TemperatureSummaryCelsius":{"Intake":{"Reading":24.8}},
-    "TemperatureReadingsCelsius":[{"Reading":40.5,"DeviceName":"Exhaust"}]})"), Ctx());
+    "TemperatureReadingsCelsius":[{"Reading":40.5,"DeviceName":"Exhaust"}]})"),
+                             Ctx());
   auto t = OfKind(tm, ObsKind::kTemperature);
   ASSERT_EQ(t.size(), 2u);
   EXPECT_EQ(t[1].attrs.at("physical_context"), "Intake");
@@ -128,28 +132,34 @@ TEST(RedfishMap, LeakDetectorStatesIncludingNonStandard) {
   EXPECT_EQ(*ok.observations[0].value, 0);
   MapResult crit = map(R"({"@odata.type":"#LeakDetector.v1_6_0.LeakDetector","Id":"M","DetectorState":"Critical"})");
   EXPECT_EQ(*crit.observations[0].value, 2);
-  MapResult quirk = map(R"({"@odata.type":"#LeakDetector.v1_0_0.LeakDetector","Id":"M","DetectorState":"LeakDetected"})");
+  MapResult quirk =
+      map(R"({"@odata.type":"#LeakDetector.v1_0_0.LeakDetector","Id":"M","DetectorState":"LeakDetected"})");
   EXPECT_EQ(*quirk.observations[0].value, 2);
   EXPECT_EQ(quirk.warnings.size(), 1u);
-  MapResult health_only = map(R"({"@odata.type":"#LeakDetector.v1_0_0.LeakDetector","Id":"M","Status":{"Health":"Warning"}})");
+  MapResult health_only =
+      map(R"({"@odata.type":"#LeakDetector.v1_0_0.LeakDetector","Id":"M","Status":{"Health":"Warning"}})");
   EXPECT_EQ(*health_only.observations[0].value, 1);
 }
 
 TEST(RedfishMap, SensorsByReadingType) {
   MapResult t = MapResource(Json::parse(R"({"@odata.type":"#Sensor.v1_12_0.Sensor","Id":"IntakeTemp","Reading":24.8,
     "ReadingType":"Temperature","ReadingUnits":"Cel","PhysicalContext":"Intake",
-    "Thresholds":{"UpperCaution":{"Reading":35},"UpperCritical":{"Reading":40,"Activation":"Increasing"}}})"), Ctx());
+    "Thresholds":{"UpperCaution":{"Reading":35},"UpperCritical":{"Reading":40,"Activation":"Increasing"}}})"),
+                            Ctx());
   ASSERT_EQ(t.observations.size(), 1u);
   EXPECT_EQ(t.observations[0].kind, ObsKind::kTemperature);
   EXPECT_EQ(t.observations[0].attrs.at("upper_noncritical"), "35");
   EXPECT_EQ(t.observations[0].attrs.at("upper_critical"), "40");
   MapResult v = MapResource(Json::parse(R"({"@odata.type":"#Sensor.v1_0_0.Sensor","Id":"PS1InputVoltage","Reading":230,
-    "ReadingType":"Voltage"})"), Ctx());
+    "ReadingType":"Voltage"})"),
+                            Ctx());
   EXPECT_EQ(v.observations[0].kind, ObsKind::kVoltage);
   MapResult e = MapResource(Json::parse(R"({"@odata.type":"#Sensor.v1_0_0.Sensor","Id":"PS1Energy","Reading":3,
-    "ReadingType":"EnergykWh"})"), Ctx());
+    "ReadingType":"EnergykWh"})"),
+                            Ctx());
   EXPECT_EQ(e.observations[0].kind, ObsKind::kOther);
-  MapResult none = MapResource(Json::parse(R"({"@odata.type":"#Sensor.v1_0_0.Sensor","Id":"X","Reading":null})"), Ctx());
+  MapResult none =
+      MapResource(Json::parse(R"({"@odata.type":"#Sensor.v1_0_0.Sensor","Id":"X","Reading":null})"), Ctx());
   EXPECT_TRUE(none.observations.empty());
 }
 

@@ -1,6 +1,6 @@
-#include "parse/redfish_registry.h"
-
 #include <gtest/gtest.h>
+
+#include "parse/redfish_registry.h"
 
 namespace faultline::redfish {
 namespace {

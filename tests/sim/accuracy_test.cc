@@ -1,13 +1,13 @@
 // Scoring is plain arithmetic over runs: checked on hand-made runs.
-#include <gtest/gtest.h>
-
 #include "sim/harness/accuracy.h"
+
+#include <gtest/gtest.h>
 
 namespace faultline::sim {
 namespace {
 
 ScenarioRun MakeRun(const std::string& name, FaultClass truth, FaultClass got, bool component_ok = true,
-                std::optional<double> first = std::nullopt, double start = 0) {
+                    std::optional<double> first = std::nullopt, double start = 0) {
   ScenarioRun r;
   r.name = name;
   r.truth.fault_class = truth;

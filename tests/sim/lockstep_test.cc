@@ -1,12 +1,13 @@
 // End to end: scenarios from the corpus through the simulated node and the real agent
 // (NVML through the fake library via dlopen, Redfish over HTTPS to the mock BMC, the kmsg
 // file, the fake sysfs tree, the workload file), scored against their ground truth.
+#include "sim/harness/lockstep.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
 #include "sim/fake_sysfs/fake_sysfs.h"
-#include "sim/harness/lockstep.h"
 
 namespace faultline::sim {
 namespace {

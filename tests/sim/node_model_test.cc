@@ -1,11 +1,11 @@
 // The node model's physics and events: what each fault does to the node, and what it
 // must not do (a redundant PSU loss brakes nothing; a buggy program is one process).
+#include "sim/node/node_model.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <string>
-
-#include "sim/node/node_model.h"
 
 namespace faultline::sim {
 namespace {
@@ -79,9 +79,8 @@ TEST(NodeModel, LosingAFeedBelowTheLoadBrakesEveryGpuAndSlowsTheJob) {
   }
   EXPECT_NEAR(after / before, 2.0, 0.01);
   auto sel = m.TakeSel();
-  EXPECT_TRUE(std::any_of(sel.begin(), sel.end(), [](const SimSel& s) {
-    return s.message_id == "Power.1.0.PowerCapacityExceeded";
-  }));
+  EXPECT_TRUE(std::any_of(sel.begin(), sel.end(),
+                          [](const SimSel& s) { return s.message_id == "Power.1.0.PowerCapacityExceeded"; }));
 }
 
 TEST(NodeModel, HotInletAirDrivesGpusIntoThermalSlowdown) {

@@ -1,10 +1,10 @@
 // Scenario files: the documented format parses; every kind of bad input is refused with
 // an error that names the place, never a guess or a crash.
+#include "sim/node/node_scenario.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
-
-#include "sim/node/node_scenario.h"
 
 namespace faultline::sim {
 namespace {
@@ -92,8 +92,7 @@ const std::string kTruth = "truth: {fault_class: none}\n";
 INSTANTIATE_TEST_SUITE_P(
     All, NodeScenarioBadInput,
     ::testing::Values(
-        BadCase{"NoTruth", "name: a\n", "truth"},
-        BadCase{"NoName", kTruth, "name"},
+        BadCase{"NoTruth", "name: a\n", "truth"}, BadCase{"NoName", kTruth, "name"},
         BadCase{"UnknownTopKey", "name: a\nwhatever: 1\n" + kTruth, "unknown key 'whatever'"},
         BadCase{"UnknownClass", "name: a\ntruth: {fault_class: gremlins}\n", "unknown fault class"},
         BadCase{"UnknownAction", "name: a\ntruth: {fault_class: none, action: pray}\n", "unknown action"},
@@ -108,10 +107,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"NegativeTime", "name: a\n" + kTruth + "faults: [{at: -5, fault: segfault}]\n", "out of range"},
         BadCase{"NegativeRate", "name: a\n" + kTruth + "faults: [{at: 1, fault: sbe_storm, gpu: 0, value: -5}]\n",
                 "out of range"},
-        BadCase{"SpeedupStraggler", "name: a\n" + kTruth + "faults: [{at: 1, fault: straggler, value: 0.5}]\n",
-                ">= 1"},
-        BadCase{"UntilBeforeAt", "name: a\n" + kTruth + "faults: [{at: 5, until: 2, fault: job_stop}]\n",
-                "after 'at'"},
+        BadCase{"SpeedupStraggler", "name: a\n" + kTruth + "faults: [{at: 1, fault: straggler, value: 0.5}]\n", ">= 1"},
+        BadCase{"UntilBeforeAt", "name: a\n" + kTruth + "faults: [{at: 5, until: 2, fault: job_stop}]\n", "after 'at'"},
         BadCase{"MultiLineText", "name: a\n" + kTruth + "faults: [{at: 1, fault: kmsg, text: \"a\\nb\"}]\n",
                 "one line"},
         BadCase{"BadSeverity", "name: a\n" + kTruth + "faults: [{at: 1, fault: sel, text: x, severity: Meh}]\n",
@@ -119,8 +116,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"FaultsNotAList", "name: a\n" + kTruth + "faults: {at: 1}\n", "expected a list"},
         BadCase{"NotAMapping", "- just\n- a list\n", "expected a mapping"},
         BadCase{"Truncated", "name: a\ntruth: {fault_class: no", ""},
-        BadCase{"DeepNesting", "name: a\n" + kTruth + "x: " + std::string(200, '[') + std::string(200, ']') + "\n",
-                ""},
+        BadCase{"DeepNesting", "name: a\n" + kTruth + "x: " + std::string(200, '[') + std::string(200, ']') + "\n", ""},
         BadCase{"Oversized", "name: a\n" + kTruth + "description: \"" + std::string(2 << 20, 'x') + "\"\n",
                 "larger than 1 MiB"},
         BadCase{"Binary", std::string("name: a\0\xff\xfe\x01", 12), ""}),
@@ -135,8 +131,8 @@ TEST(NodeScenarioLoad, MissingFileNamesThePath) {
 
 TEST(NodeScenarioLoad, EveryScenarioInTheCorpusParses) {
   int n = 0;
-  for (const char* name : {"demo-psu-degrading-power-brake", "healthy-node", "nvswitch1-fatal",
-                           "hbm-sbe-aging-gpu2", "power-brake-bmc-blind"}) {
+  for (const char* name : {"demo-psu-degrading-power-brake", "healthy-node", "nvswitch1-fatal", "hbm-sbe-aging-gpu2",
+                           "power-brake-bmc-blind"}) {
     auto sc = LoadNodeScenario(std::string(FAULTLINE_SOURCE_DIR) + "/scenarios/" + name + ".yaml");
     ASSERT_TRUE(sc.ok()) << sc.status().ToString();
     EXPECT_EQ(sc->name, name);

@@ -1,6 +1,8 @@
 // The simulated node serves its state through the real interfaces, read back here with
 // the project's own readers: the fake NVML state parser, the kernel-log reader, the
 // sysfs collector, the workload report parser and the mock BMC's resources.
+#include "sim/node/sim_node.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -12,7 +14,6 @@
 #include "core/clock.h"
 #include "sim/fake_nvml/fake_nvml_state.h"
 #include "sim/fake_sysfs/fake_sysfs.h"
-#include "sim/node/sim_node.h"
 #include "sources/kmsg/log_reader.h"
 #include "sources/sysfs/collector.h"
 #include "sources/sysfs/fs.h"

@@ -35,7 +35,8 @@ class SysfsCollectorTest : public ::testing::Test {
   static const Observation* FindObs(const SysfsSample& s, const std::string& id, ObsKind kind,
                                     const std::string& error = "") {
     for (const Observation& o : s.observations) {
-      if (o.component.Id() == id && o.kind == kind && (error.empty() || (o.attrs.count("error") && o.attrs.at("error") == error))) {
+      if (o.component.Id() == id && o.kind == kind &&
+          (error.empty() || (o.attrs.count("error") && o.attrs.at("error") == error))) {
         return &o;
       }
     }

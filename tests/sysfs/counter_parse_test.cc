@@ -18,8 +18,8 @@ TEST(SysfsCounterParse, AerFileAsTheKernelPrintsIt) {
 }
 
 TEST(SysfsCounterParse, AerRejectsGarbage) {
-  for (const char* bad : {"", "\n\n", "RxErr\n", "RxErr x\n", "RxErr -1\n", "Rx-Err 1\n", "RxErr 99999999999999999999999\n",
-                          "\x01\x02 3\n", "RxErr 1 2\n"}) {
+  for (const char* bad : {"", "\n\n", "RxErr\n", "RxErr x\n", "RxErr -1\n", "Rx-Err 1\n",
+                          "RxErr 99999999999999999999999\n", "\x01\x02 3\n", "RxErr 1 2\n"}) {
     auto c = ParseAerCounters(bad);
     EXPECT_FALSE(c.ok()) << "accepted: " << bad;
     if (!c.ok()) {

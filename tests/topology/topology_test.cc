@@ -102,7 +102,8 @@ INSTANTIATE_TEST_SUITE_P(
                       BadCase{"slot_without_key", R"({"pcie_slots": [{"riser": "R1"}]})", "needs slot or bdf"},
                       BadCase{"nan_rate", R"({"expected_ib_rate_gbps": "fast"})", "expected a number"},
                       BadCase{"binary", "\x01\x02\xff{", "topology"},
-                      BadCase{"deep", "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]", "nested too deeply"}),
+                      BadCase{"deep", "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]",
+                              "nested too deeply"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(TopologyBadInput, OversizedIsRefused) {

@@ -28,8 +28,8 @@ bool Recent(const EndIssue& a, const EndIssue& b, const FabricOptions& opt) {
   return a.last_ns + opt.correlation_window_ns >= b.first_ns && b.last_ns + opt.correlation_window_ns >= a.first_ns;
 }
 
-Finding SwitchFinding(const std::string& name, const std::vector<const LinkEnd*>& ends, FaultClass cls,
-                      Action action, ComponentType type, const FabricOptions& opt) {
+Finding SwitchFinding(const std::string& name, const std::vector<const LinkEnd*>& ends, FaultClass cls, Action action,
+                      ComponentType type, const FabricOptions& opt) {
   Finding f = FindingFrom(*ends.front()->issue);
   f.fault_class = cls;
   f.component = ComponentRef{type, name, {}};
@@ -58,7 +58,7 @@ Finding CableFinding(const LinkEnd& a, const LinkEnd& b, const FabricOptions& op
   const LinkEnd& far = &dev == &a ? b : a;
   Finding f = FindingFrom(*dev.issue);
   Merge(f, *far.issue, opt.max_evidence);
-  const std::string part = !dev.cable.empty() ? "cable " + dev.cable
+  const std::string part = !dev.cable.empty()   ? "cable " + dev.cable
                            : !far.cable.empty() ? "cable " + far.cable
                                                 : "cable/connector between " + dev.id + " and " + far.id;
   f.action = Action::kReseatOrReplaceLink;
@@ -69,8 +69,8 @@ Finding CableFinding(const LinkEnd& a, const LinkEnd& b, const FabricOptions& op
   if (!dev.cable.empty() || !far.cable.empty()) f.attrs["cable"] = !dev.cable.empty() ? dev.cable : far.cable;
   if (!dev.switch_name.empty()) f.attrs["switch"] = dev.switch_name;
   if (!dev.switch_port.empty()) f.attrs["switch_port"] = dev.switch_port;
-  f.summary = "errors on both ends of " + dev.id + " <-> " + far.id + " (" + Join(dev.issue->reasons) +
-              " | " + Join(far.issue->reasons) + "): reseat or replace " + part;
+  f.summary = "errors on both ends of " + dev.id + " <-> " + far.id + " (" + Join(dev.issue->reasons) + " | " +
+              Join(far.issue->reasons) + "): reseat or replace " + part;
   return f;
 }
 
@@ -86,13 +86,16 @@ Finding PortFinding(const LinkEnd& e, bool peer_seen, const FabricOptions& opt) 
   if (!e.cable.empty()) f.attrs["cable"] = e.cable;
   if (!e.switch_name.empty()) f.attrs["switch"] = e.switch_name;
   if (!e.switch_port.empty()) f.attrs["switch_port"] = e.switch_port;
-  std::string why = peer_seen ? "the other end (" + e.peer + ") is clean" : e.peer.empty() ? "far end unknown"
-                                                                                             : "no data from the other end (" + e.peer + ")";
+  std::string why = peer_seen        ? "the other end (" + e.peer + ") is clean"
+                    : e.peer.empty() ? "far end unknown"
+                                     : "no data from the other end (" + e.peer + ")";
   f.summary = e.id + ": " + Join(e.issue->reasons) + "; " + why + ": ";
   if (rma) {
-    f.summary += "single failing end in " + std::to_string(e.issue->episodes) + " separate episodes, RMA " + e.port_part;
+    f.summary +=
+        "single failing end in " + std::to_string(e.issue->episodes) + " separate episodes, RMA " + e.port_part;
   } else {
-    f.summary += "reseat or replace " + e.port_part + (peer_seen || e.cable.empty() ? "" : " (or cable " + e.cable + ")");
+    f.summary +=
+        "reseat or replace " + e.port_part + (peer_seen || e.cable.empty() ? "" : " (or cable " + e.cable + ")");
   }
   return f;
 }
@@ -108,7 +111,7 @@ std::optional<CounterDelta> CounterTracker::Update(const std::string& key, doubl
   Last prev = it->second;
   if (time_ns < prev.time_ns) return std::nullopt;  // out of order: keep the newer baseline
   it->second = Last{value, time_ns};
-  if (value < prev.value) return std::nullopt;      // counter reset: new baseline
+  if (value < prev.value) return std::nullopt;  // counter reset: new baseline
   return CounterDelta{value - prev.value, static_cast<double>(time_ns - prev.time_ns) / 1e9};
 }
 

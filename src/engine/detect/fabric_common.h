@@ -47,20 +47,19 @@ struct EndIssue {
   Severity severity = Severity::kInfo;
   int64_t first_ns = 0;
   int64_t last_ns = 0;
-  uint64_t count = 0;   // bad samples
-  int episodes = 0;     // separate bursts (gap > episode_gap_ns)
+  uint64_t count = 0;             // bad samples
+  int episodes = 0;               // separate bursts (gap > episode_gap_ns)
   std::set<std::string> reasons;  // "CRC flit 150/s", "rate 200 < 400 Gb/s"
   std::vector<Evidence> evidence;
   std::map<std::string, std::string> attrs;
 
   // Records one bad sample.
-  void Mark(const Observation& obs, FaultClass cls, Severity sev, const std::string& reason,
-            const FabricOptions& opt);
+  void Mark(const Observation& obs, FaultClass cls, Severity sev, const std::string& reason, const FabricOptions& opt);
 };
 
 // One erroring end, as the placement logic sees it.
 struct LinkEnd {
-  std::string id;           // "nvlink/3/11", "nvswitch/2/37", "ib/mlx5_0/1", "ib/leaf-07/17"
+  std::string id;  // "nvlink/3/11", "nvswitch/2/37", "ib/mlx5_0/1", "ib/leaf-07/17"
   const EndIssue* issue = nullptr;
   std::string peer;         // the other end's id per topology, "" when unknown
   std::string switch_name;  // the switch the link lands on ("" when unknown / no switch)

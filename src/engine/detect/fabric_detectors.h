@@ -39,23 +39,23 @@ struct FabricOptions {
   bool ignore_gpu_idle_speed = true;
 
   // --- NVLink ---
-  double nvlink_crc_fail_per_s = 100;   // at or above: failure (DCGM)
-  int nvlink_crc_warn_intervals = 3;    // consecutive intervals with any CRC errors: warning
+  double nvlink_crc_fail_per_s = 100;  // at or above: failure (DCGM)
+  int nvlink_crc_warn_intervals = 3;   // consecutive intervals with any CRC errors: warning
 
   // --- InfiniBand ---
   double ib_symbol_errors_per_min = 10;
   double ib_rcv_errors_per_min = 10;
-  int ib_flap_cycles = 3;                                  // link_downed increments in the window
+  int ib_flap_cycles = 3;  // link_downed increments in the window
   int64_t ib_flap_window_ns = 10LL * 60 * 1'000'000'000;
-  int64_t ib_down_after_ns = 2LL * 60 * 1'000'000'000;     // down this long: a drop, not a blip
-  double expected_ib_rate_gbps = 0;                        // 0: from topology or the collector only
+  int64_t ib_down_after_ns = 2LL * 60 * 1'000'000'000;  // down this long: a drop, not a blip
+  double expected_ib_rate_gbps = 0;                     // 0: from topology or the collector only
 
   // --- Placement ---
-  int switch_ports_for_switch_fault = 4;                   // distinct ports of one switch at once
-  int rma_after_episodes = 3;                              // single failing end this many times -> rma
-  int64_t episode_gap_ns = 10LL * 60 * 1'000'000'000;      // bad samples further apart: new episode
+  int switch_ports_for_switch_fault = 4;                     // distinct ports of one switch at once
+  int rma_after_episodes = 3;                                // single failing end this many times -> rma
+  int64_t episode_gap_ns = 10LL * 60 * 1'000'000'000;        // bad samples further apart: new episode
   int64_t correlation_window_ns = 5LL * 60 * 1'000'000'000;  // both ends "at once"
-  size_t max_evidence = 8;                                 // per finding
+  size_t max_evidence = 8;                                   // per finding
 };
 
 // The PCIe, NVLink and InfiniBand detectors. `topology` may be null and must outlive them.

@@ -69,9 +69,10 @@ void IbFabricDetector::ObserveState(const std::string& end, const Observation& o
   if (st.down_since_ns == 0) st.down_since_ns = obs.time_ns;
   // A port that was never up and is not in the topology is probably just not cabled.
   auto [dev, port] = SplitEnd(obs.component.name);
-  const bool expected = st.seen_active ||
-                        (topology_ != nullptr && (topology_->FindIbPort(dev, static_cast<int>(ParseInt(port).value_or(-1))) != nullptr ||
-                                                  topology_->FindIbBySwitchPort(dev, port) != nullptr));
+  const bool expected =
+      st.seen_active ||
+      (topology_ != nullptr && (topology_->FindIbPort(dev, static_cast<int>(ParseInt(port).value_or(-1))) != nullptr ||
+                                topology_->FindIbBySwitchPort(dev, port) != nullptr));
   const int64_t down_for = obs.time_ns - st.down_since_ns;
   if (!expected || down_for < opt_.ib_down_after_ns) return;
   EndIssue& issue = issues_[end];
@@ -178,7 +179,8 @@ fabric::LinkEnd IbFabricDetector::Describe(const std::string& id, const EndIssue
     e.cable = hca->cable;
     e.switch_name = hca->switch_name;
     e.switch_port = hca->switch_port;
-    if (!hca->switch_name.empty() && !hca->switch_port.empty()) e.peer = "ib/" + hca->switch_name + "/" + hca->switch_port;
+    if (!hca->switch_name.empty() && !hca->switch_port.empty())
+      e.peer = "ib/" + hca->switch_name + "/" + hca->switch_port;
   }
   return e;
 }

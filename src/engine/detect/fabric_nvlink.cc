@@ -29,10 +29,14 @@ bool SplitPair(std::string_view s, int& a, int& b) {
 
 const char* KindName(ObsKind k) {
   switch (k) {
-    case ObsKind::kNvlinkCrcFlit: return "CRC flit errors";
-    case ObsKind::kNvlinkCrcData: return "CRC data errors";
-    case ObsKind::kNvlinkReplay: return "replays";
-    default: return "recoveries";
+    case ObsKind::kNvlinkCrcFlit:
+      return "CRC flit errors";
+    case ObsKind::kNvlinkCrcData:
+      return "CRC data errors";
+    case ObsKind::kNvlinkReplay:
+      return "replays";
+    default:
+      return "recoveries";
   }
 }
 
@@ -118,10 +122,9 @@ void NvlinkFabricDetector::ObserveCounter(const std::string& end, const Observat
     issues_[end].Mark(obs, FaultClass::kNvlinkErrors, Severity::kCritical,
                       "NVLink " + std::string(KindName(obs.kind)) + " " + FormatRate(rate) + "/s", opt_);
   } else if (streak >= opt_.nvlink_crc_warn_intervals) {
-    issues_[end].Mark(obs, FaultClass::kNvlinkErrors, Severity::kWarning,
-                      "NVLink " + std::string(KindName(obs.kind)) + " sustained over " + std::to_string(streak) +
-                          " intervals",
-                      opt_);
+    issues_[end].Mark(
+        obs, FaultClass::kNvlinkErrors, Severity::kWarning,
+        "NVLink " + std::string(KindName(obs.kind)) + " sustained over " + std::to_string(streak) + " intervals", opt_);
   }
 }
 
@@ -183,8 +186,7 @@ fabric::LinkEnd NvlinkFabricDetector::Describe(const std::string& id, const EndI
 std::vector<Finding> NvlinkFabricDetector::Findings() const {
   std::vector<fabric::LinkEnd> ends;
   for (const auto& [id, issue] : issues_) ends.push_back(Describe(id, issue));
-  std::vector<Finding> out =
-      fabric::PlaceLinkFaults(ends, observed_, FaultClass::kNvswitchFault, Action::kRma, opt_);
+  std::vector<Finding> out = fabric::PlaceLinkFaults(ends, observed_, FaultClass::kNvswitchFault, Action::kRma, opt_);
   for (Finding& f : out) {
     if (f.component.type == ComponentType::kNvswitch && f.attrs["placement"] == "switch") {
       f.component.keys["nvswitch"] = f.component.name;

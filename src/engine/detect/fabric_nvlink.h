@@ -32,8 +32,8 @@ class NvlinkFabricDetector final : public Detector {
   FabricOptions opt_;
   const Topology* topology_;
   fabric::CounterTracker counters_;
-  std::map<std::string, int> crc_streak_;     // consecutive intervals with CRC errors, by end + kind
-  std::map<std::string, bool> was_active_;    // links seen active
+  std::map<std::string, int> crc_streak_;   // consecutive intervals with CRC errors, by end + kind
+  std::map<std::string, bool> was_active_;  // links seen active
   std::map<std::string, fabric::EndIssue> issues_;
   std::set<std::string> observed_;
 };

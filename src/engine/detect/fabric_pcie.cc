@@ -50,9 +50,7 @@ std::string JoinReasons(const fabric::EndIssue& issue) {
   return out;
 }
 
-bool IsGpu(const ComponentRef& ref) {
-  return ref.type == ComponentType::kGpu || Attr(ref.keys, "device") == "gpu";
-}
+bool IsGpu(const ComponentRef& ref) { return ref.type == ComponentType::kGpu || Attr(ref.keys, "device") == "gpu"; }
 
 }  // namespace
 
@@ -61,7 +59,7 @@ bool IsGpu(const ComponentRef& ref) {
 PcieFabricDetector::PcieFabricDetector(const FabricOptions& options, const Topology* /*topology*/) : opt_(options) {}
 
 double PcieFabricDetector::ExpectedReplaysPerMinute(int gen, int width) const {
-  const double per_lane = gen >= 5 ? opt_.pcie_replay_gen5_per_lane_min
+  const double per_lane = gen >= 5   ? opt_.pcie_replay_gen5_per_lane_min
                           : gen == 4 ? opt_.pcie_replay_gen4_per_lane_min
                                      : opt_.pcie_replay_gen3_per_lane_min;
   return per_lane * std::max(1, width);
@@ -165,9 +163,9 @@ void PcieFabricDetector::ObserveAer(const Observation& obs) {
     // A per-type counter ("RxErr", "BadTLP", "CmpltTO"): kept as detail on the device's
     // entry; the TOTAL_* line of the same file decides.
     if (*obs.value <= 0) return;
-    EndIssue* issue = severity == "correctable" ? &storms_[bdf]
+    EndIssue* issue = severity == "correctable"                         ? &storms_[bdf]
                       : (severity == "nonfatal" || severity == "fatal") ? &uncorrected_[bdf + "#" + severity]
-                                                                          : nullptr;
+                                                                        : nullptr;
     if (issue != nullptr) issue->attrs["aer_" + error] = FormatRate(*obs.value);
     return;
   }
@@ -222,7 +220,9 @@ std::vector<Finding> PcieFabricDetector::PlaceAerStorms() const {
     if (issue.count > 0) order.emplace_back(chain_of(bdf).size(), bdf);
   }
   // Deepest first: an endpoint pairs with its parent port before that port is judged alone.
-  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  });
   std::set<std::string> used;
   for (const auto& [depth, bdf] : order) {
     if (used.count(bdf)) continue;
@@ -252,7 +252,8 @@ std::vector<Finding> PcieFabricDetector::PlaceAerStorms() const {
       f.attrs["placement"] = role == "root_port" ? "root_port" : "switch_port";
       const std::string port = (role == "root_port" ? "root port " : "PCIe switch port ") + bdf;
       f.confidence = 0.7;
-      f.summary = "corrected AER storm reported only by " + port + " (" + what + "), devices below it are clean: " + port;
+      f.summary =
+          "corrected AER storm reported only by " + port + " (" + what + "), devices below it are clean: " + port;
       f.attrs["part"] = port;
     } else {
       const bool rma = issue.episodes >= opt_.rma_after_episodes;

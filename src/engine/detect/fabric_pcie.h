@@ -35,8 +35,8 @@ class PcieFabricDetector final : public Detector {
 
   FabricOptions opt_;
   fabric::CounterTracker counters_;
-  std::map<std::string, LinkState> links_;            // by component id
-  std::map<std::string, ComponentRef> pcie_by_bdf_;    // latest keys seen for each pcie/<bdf>
+  std::map<std::string, LinkState> links_;               // by component id
+  std::map<std::string, ComponentRef> pcie_by_bdf_;      // latest keys seen for each pcie/<bdf>
   std::map<std::string, fabric::EndIssue> downtrained_;  // by component id
   std::map<std::string, fabric::EndIssue> replays_;      // by component id
   std::map<std::string, fabric::EndIssue> storms_;       // corrected AER, by BDF

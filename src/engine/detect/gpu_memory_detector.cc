@@ -54,13 +54,26 @@ class GpuMemoryDetector final : public Detector {
     if (!IsGpuSample(obs)) return;
     GpuState& st = gpus_[obs.component.Id()];
     switch (obs.kind) {
-      case ObsKind::kEccDbe: OnDbe(obs, st); break;
-      case ObsKind::kRowRemapUncorrectable: OnRemapUncorrectable(obs, st); break;
-      case ObsKind::kRowRemapPending: OnPendingFlag(obs, kRulePending, st.pending); break;
-      case ObsKind::kRetiredPagesPending: OnPendingFlag(obs, kRuleRetiredPending, st.retired_pending); break;
-      case ObsKind::kRowRemapFailure: OnRemapFailure(obs, st); break;
-      case ObsKind::kRetiredPages: OnRetired(obs, st); break;
-      default: break;
+      case ObsKind::kEccDbe:
+        OnDbe(obs, st);
+        break;
+      case ObsKind::kRowRemapUncorrectable:
+        OnRemapUncorrectable(obs, st);
+        break;
+      case ObsKind::kRowRemapPending:
+        OnPendingFlag(obs, kRulePending, st.pending);
+        break;
+      case ObsKind::kRetiredPagesPending:
+        OnPendingFlag(obs, kRuleRetiredPending, st.retired_pending);
+        break;
+      case ObsKind::kRowRemapFailure:
+        OnRemapFailure(obs, st);
+        break;
+      case ObsKind::kRetiredPages:
+        OnRetired(obs, st);
+        break;
+      default:
+        break;
     }
   }
 

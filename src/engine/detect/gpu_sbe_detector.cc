@@ -26,9 +26,9 @@ struct DayBucket {
 
 struct Series {
   GpuCounterSeries counter;
-  double accounted = 0;                          // sum of non-negative deltas
+  double accounted = 0;                           // sum of non-negative deltas
   std::deque<std::pair<int64_t, double>> window;  // (time, accounted)
-  std::map<int64_t, DayBucket> days;             // by UTC day number
+  std::map<int64_t, DayBucket> days;              // by UTC day number
 };
 
 struct Trend {

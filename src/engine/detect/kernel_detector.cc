@@ -15,9 +15,17 @@ constexpr int64_t kNsPerSec = 1'000'000'000;
 
 bool IsKernelKind(ObsKind k) {
   switch (k) {
-    case ObsKind::kXid: case ObsKind::kSxid: case ObsKind::kXidRecoveryAction: case ObsKind::kGpuFellOffBus:
-    case ObsKind::kPcieAer: case ObsKind::kHostMemoryError: case ObsKind::kAppFault: case ObsKind::kKernelHang:
-    case ObsKind::kDriverError: case ObsKind::kNicEvent: case ObsKind::kGpuIdentity:
+    case ObsKind::kXid:
+    case ObsKind::kSxid:
+    case ObsKind::kXidRecoveryAction:
+    case ObsKind::kGpuFellOffBus:
+    case ObsKind::kPcieAer:
+    case ObsKind::kHostMemoryError:
+    case ObsKind::kAppFault:
+    case ObsKind::kKernelHang:
+    case ObsKind::kDriverError:
+    case ObsKind::kNicEvent:
+    case ObsKind::kGpuIdentity:
       return true;
     default:
       return false;
@@ -156,12 +164,13 @@ void Rules::FellOffBus() {
       }
     }
     auto aer = Select([&](const Observation& o) {
-      return o.kind == ObsKind::kPcieAer && link_devices.count(o.component.name) &&
-             SortTimeNs(o) <= f.first_ns && f.first_ns - SortTimeNs(o) <= options_.pair_window_ns;
+      return o.kind == ObsKind::kPcieAer && link_devices.count(o.component.name) && SortTimeNs(o) <= f.first_ns &&
+             f.first_ns - SortTimeNs(o) <= options_.pair_window_ns;
     });
     std::string label = GpuLabel(f.component);
     if (aer.empty()) {
-      f.summary = label + " has fallen off the bus (XID 79) with no PCIe AER errors logged before it: suspect the "
+      f.summary = label +
+                  " has fallen off the bus (XID 79) with no PCIe AER errors logged before it: suspect the "
                   "GPU or its power; drain the node, check the BMC power/thermal data, then reseat or RMA the GPU.";
     } else {
       uint64_t errors = 0;
@@ -174,7 +183,8 @@ void Rules::FellOffBus() {
       std::vector<Evidence> chain;
       for (size_t i : aer) chain.push_back(EvidenceFrom(obs_[i])), used_[i] = true;
       chain.insert(chain.end(), f.evidence.begin(), f.evidence.end());
-      if (chain.size() > options_.max_evidence) chain.erase(chain.begin(), chain.end() - static_cast<long>(options_.max_evidence));
+      if (chain.size() > options_.max_evidence)
+        chain.erase(chain.begin(), chain.end() - static_cast<long>(options_.max_evidence));
       f.evidence = std::move(chain);
       f.first_ns = std::min(f.first_ns, SortTimeNs(obs_[aer.front()]));
       if (!port.empty()) f.component.keys["upstream_port"] = port;
@@ -322,7 +332,8 @@ void Rules::NvlinkXids() {
                                static_cast<uint32_t>(std::stoul(Attr(o, "error_status"))));
       if (d.matched) {
         decoded = std::string(d.unit) + ", " + std::string(d.severity) + ", " + std::string(d.bucket);
-        if (d.bucket == "RESET_GPU" || d.bucket == "XID_154_EVAL") action = Action::kResetGpu, sev = Severity::kCritical;
+        if (d.bucket == "RESET_GPU" || d.bucket == "XID_154_EVAL")
+          action = Action::kResetGpu, sev = Severity::kCritical;
         if (d.bucket == "IGNORE") action = Action::kMonitor, sev = Severity::kInfo;
       }
     }
@@ -365,7 +376,9 @@ void Rules::OtherXids() {
     if (fresh) {
       f = Start(o, rule.fault_class, rule.layer, rule.action, rule.severity, rule.hardware ? 0.75 : 0.7);
       f.summary = XidLabel(*o.code) + " on " + GpuLabel(o.component);
-      if (*o.code == 94) f.summary += ": contained memory error; only the faulting program was affected, restart it (never an RMA on its own).";
+      if (*o.code == 94)
+        f.summary +=
+            ": contained memory error; only the faulting program was affected, restart it (never an RMA on its own).";
       if (!Attr(o, "process").empty()) f.attrs["process"] = Attr(o, "process");
     }
     Add(f, i);
@@ -386,10 +399,8 @@ void Rules::SympatheticXid45() {
     }
     if (cause) {
       Add(*cause, i);
-      cause->attrs["sympathetic_xid45"] = std::to_string(std::stoull(cause->attrs["sympathetic_xid45"].empty()
-                                                                          ? "0"
-                                                                          : cause->attrs["sympathetic_xid45"]) +
-                                                         o.count);
+      cause->attrs["sympathetic_xid45"] = std::to_string(
+          std::stoull(cause->attrs["sympathetic_xid45"].empty() ? "0" : cause->attrs["sympathetic_xid45"]) + o.count);
       continue;
     }
     XidRule r = RuleForXid(45);
@@ -421,8 +432,8 @@ void Rules::RecoveryAction() {
       continue;
     }
     Finding f = Start(o, FaultClass::kDriverFault, Layer::kOs, *action, Severity::kCritical, 0.6);
-    f.summary = "The driver asks for recovery action '" + Attr(o, "recovery_action") + "' on " +
-                GpuLabel(o.component) + " (XID 154) without the XID that caused it in this log.";
+    f.summary = "The driver asks for recovery action '" + Attr(o, "recovery_action") + "' on " + GpuLabel(o.component) +
+                " (XID 154) without the XID that caused it in this log.";
     Add(f, i);
     findings_.push_back(std::move(f));
   }
@@ -507,8 +518,9 @@ void Rules::HostAndPrograms() {
     for (size_t i : mem) Add(f, i);
     f.summary = bad ? "Host machine-check / uncorrected memory error: drain the node and replace the DIMM named in the "
                       "EDAC/MCE lines; this is not a GPU fault."
-                    : "Host corrected memory errors (" + std::to_string(ce_count) + "): a DIMM is degrading; plan a "
-                      "replacement.";
+                    : "Host corrected memory errors (" + std::to_string(ce_count) +
+                          "): a DIMM is degrading; plan a "
+                          "replacement.";
     findings_.push_back(std::move(f));
   }
   // Program faults: segfaults, traps, OOM kills, grouped by program.
@@ -528,10 +540,11 @@ void Rules::HostAndPrograms() {
   for (auto& [k, f] : programs) findings_.push_back(std::move(f));
   auto hangs = Select([](const Observation& o) { return o.kind == ObsKind::kKernelHang; });
   if (!hangs.empty()) {
-    Finding f = Start(obs_[hangs.front()], FaultClass::kDriverFault, Layer::kOs, Action::kMonitor, Severity::kWarning,
-                      0.4);
+    Finding f =
+        Start(obs_[hangs.front()], FaultClass::kDriverFault, Layer::kOs, Action::kMonitor, Severity::kWarning, 0.4);
     for (size_t i : hangs) Add(f, i);
-    f.summary = "Soft lockups / hung tasks (" + std::to_string(f.count) + "): the kernel stalled; correlate with driver "
+    f.summary = "Soft lockups / hung tasks (" + std::to_string(f.count) +
+                "): the kernel stalled; correlate with driver "
                 "and GPU errors before acting.";
     findings_.push_back(std::move(f));
   }
@@ -593,10 +606,10 @@ void Rules::NicEvents() {
                         down_now ? Severity::kCritical : Severity::kWarning, 0.7);
       for (size_t i : link) Add(f, i);
       f.attrs["part"] = "cable/transceiver on NIC " + nic;
-      f.summary = "NIC " + nic + (downs >= options_.link_flap_count ? " link flapping (" + std::to_string(downs) +
-                                                                          " downs)"
-                                                                    : " link down") +
-                  (down_now ? ", still down at the end of the log" : "") + ".";
+      f.summary =
+          "NIC " + nic +
+          (downs >= options_.link_flap_count ? " link flapping (" + std::to_string(downs) + " downs)" : " link down") +
+          (down_now ? ", still down at the end of the log" : "") + ".";
       findings_.push_back(std::move(f));
     } else {
       for (size_t i : link) used_[i] = true;

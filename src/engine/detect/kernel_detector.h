@@ -26,13 +26,13 @@
 namespace faultline {
 
 struct KernelDetectorOptions {
-  int64_t sympathetic_window_ns = 10LL * 1'000'000'000;   // 45 this soon after another XID is sympathetic
-  int64_t pair_window_ns = 600LL * 1'000'000'000;         // 48 with 63/64; AER before 79
-  int64_t aer_storm_window_ns = 60LL * 1'000'000'000;     // corrected AER rate window
-  uint64_t aer_storm_count = 25;                          // corrected AER errors per window = storm
-  uint64_t edac_ce_count = 10;                            // host corrected memory errors worth a finding
-  int link_flap_count = 3;                                // NIC link down/up cycles = flapping
-  size_t max_evidence = 20;                               // evidence lines kept per finding
+  int64_t sympathetic_window_ns = 10LL * 1'000'000'000;  // 45 this soon after another XID is sympathetic
+  int64_t pair_window_ns = 600LL * 1'000'000'000;        // 48 with 63/64; AER before 79
+  int64_t aer_storm_window_ns = 60LL * 1'000'000'000;    // corrected AER rate window
+  uint64_t aer_storm_count = 25;                         // corrected AER errors per window = storm
+  uint64_t edac_ce_count = 10;                           // host corrected memory errors worth a finding
+  int link_flap_count = 3;                               // NIC link down/up cycles = flapping
+  size_t max_evidence = 20;                              // evidence lines kept per finding
 };
 
 class KernelDetector final : public Detector {

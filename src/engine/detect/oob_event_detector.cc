@@ -37,7 +37,8 @@ ComponentRef PartOf(const Observation& obs, std::string_view part) {
   if (!origin.empty()) c.keys["origin"] = origin;
   if (std::string id = Segment(origin, "/PowerSupplies/"); !id.empty()) return {ComponentType::kPsu, Clean(id), c.keys};
   if (std::string id = Segment(origin, "/Fans/"); !id.empty()) return {ComponentType::kFan, Clean(id), c.keys};
-  if (std::string id = Segment(origin, "/Pumps/"); !id.empty()) return {ComponentType::kCoolant, "pump-" + Clean(id), c.keys};
+  if (std::string id = Segment(origin, "/Pumps/"); !id.empty())
+    return {ComponentType::kCoolant, "pump-" + Clean(id), c.keys};
   if (std::string id = Segment(origin, "/LeakDetectors/"); !id.empty()) {
     return {ComponentType::kCoolant, "leak-" + Clean(id), c.keys};
   }
@@ -50,7 +51,8 @@ ComponentRef PartOf(const Observation& obs, std::string_view part) {
 }
 
 bool MentionsInlet(const Observation& obs) {
-  for (const std::string& s : {OobAttr(obs, "message_args"), OobAttr(obs, "origin"), OobAttr(obs, "sensor"), obs.text}) {
+  for (const std::string& s :
+       {OobAttr(obs, "message_args"), OobAttr(obs, "origin"), OobAttr(obs, "sensor"), obs.text}) {
     if (Contains(s, "Inlet") || Contains(s, "Intake") || Contains(s, "Ambient") || Contains(s, "inlet") ||
         Contains(s, "intake") || Contains(s, "ambient")) {
       return true;
@@ -79,10 +81,11 @@ bool IsDeassertion(const Observation& obs) {
 std::optional<Severity> SelSeverity(const std::string& code) {
   // "Non-critical" must be tested before "critical"; thresholds without a level
   // ("going high") count as warnings.
-  static constexpr std::string_view kMild[] = {"Non-critical", "non-critical", "Predictive", "predictive",
-                                               "Degraded", "degraded"};
-  static constexpr std::string_view kCritical[] = {"Critical", "critical", "Non-recoverable", "Failure", "failure",
-                                                   "lost", "Lost", "Power off", "Fault", "fault", "Insufficient"};
+  static constexpr std::string_view kMild[] = {"Non-critical", "non-critical", "Predictive",
+                                               "predictive",   "Degraded",     "degraded"};
+  static constexpr std::string_view kCritical[] = {"Critical",    "critical", "Non-recoverable", "Failure", "failure",
+                                                   "lost",        "Lost",     "Power off",       "Fault",   "fault",
+                                                   "Insufficient"};
   static constexpr std::string_view kWarning[] = {"going high", "going low", "Absent", "absent", "Warning"};
   for (auto s : kMild) {
     if (Contains(code, s)) return Severity::kWarning;
@@ -172,7 +175,8 @@ class OobEventDetector final : public Detector {
     }
     auto sev = SelSeverity(OobAttr(obs, "entry_code"));
     if (!sev) return;
-    book_.Raise(key, obs, part, fc, *sev, action, fc == FaultClass::kCoolingDegraded && family == "Temperature" ? 0.5 : 0.8,
+    book_.Raise(key, obs, part, fc, *sev, action,
+                fc == FaultClass::kCoolingDegraded && family == "Temperature" ? 0.5 : 0.8,
                 family + " event on " + part.Id() + ": " + OobAttr(obs, "entry_code"));
   }
 

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "engine/detect/detector.h"
-
 #include "parse/text.h"
 
 namespace faultline {

@@ -20,12 +20,23 @@ class OobPowerDetector final : public Detector {
   void Observe(const Observation& obs) override {
     if (obs.layer != Layer::kOob) return;
     switch (obs.kind) {
-      case ObsKind::kPsuState: ObservePsu(obs); break;
-      case ObsKind::kVoltage: ObserveVoltage(obs); break;
-      case ObsKind::kPower: ObservePower(obs); break;
-      case ObsKind::kPowerCapacity: ObserveCapacity(obs); break;
-      case ObsKind::kHealth: ObserveRedundancy(obs); break;
-      default: break;
+      case ObsKind::kPsuState:
+        ObservePsu(obs);
+        break;
+      case ObsKind::kVoltage:
+        ObserveVoltage(obs);
+        break;
+      case ObsKind::kPower:
+        ObservePower(obs);
+        break;
+      case ObsKind::kPowerCapacity:
+        ObserveCapacity(obs);
+        break;
+      case ObsKind::kHealth:
+        ObserveRedundancy(obs);
+        break;
+      default:
+        break;
     }
   }
 
@@ -45,7 +56,8 @@ class OobPowerDetector final : public Detector {
       // A PSU whose input feed is gone is a facility problem, not a bad part.
       book_.Raise(key, obs, obs.component, FaultClass::kPowerSupply, Severity::kCritical,
                   input_lost ? Action::kFacilityTicket : Action::kRma, 0.9,
-                  obs.component.Id() + (input_lost ? " lost its input power (" + line + ")" : " failed (" + state + "/" + health + ")"));
+                  obs.component.Id() +
+                      (input_lost ? " lost its input power (" + line + ")" : " failed (" + state + "/" + health + ")"));
     } else if (health == "Warning") {
       book_.Raise(key, obs, obs.component, FaultClass::kPowerSupply, Severity::kWarning, Action::kRma, 0.7,
                   obs.component.Id() + " reports a warning (predictive failure)");
@@ -126,8 +138,9 @@ class OobPowerDetector final : public Detector {
       // outgrew them (more load, or too few PSUs installed for it).
       if (!psus_.empty() && !AnyPsuLost()) {
         book_.Raise(overload, obs, obs.component, FaultClass::kPowerInsufficient, sev, Action::kFacilityTicket, 0.8,
-                    "power redundancy lost on " + obs.component.Id() + " with every PSU healthy: the load exceeds "
-                    "what the installed supplies can carry redundantly");
+                    "power redundancy lost on " + obs.component.Id() +
+                        " with every PSU healthy: the load exceeds "
+                        "what the installed supplies can carry redundantly");
       } else {
         book_.Raise(key, obs, obs.component, FaultClass::kPowerSupply, sev, Action::kFacilityTicket, 0.8,
                     "power redundancy lost on " + obs.component.Id());
@@ -160,10 +173,9 @@ class OobPowerDetector final : public Detector {
     const std::string key = "capacity";
     ComponentRef chassis{ComponentType::kChassis, "chassis", {}};
     if (any_lost && capacity > 0 && consumed_w_ >= options_.power_near_capacity_fraction * capacity) {
-      book_.Raise(key, obs, chassis, FaultClass::kPowerInsufficient, Severity::kCritical, Action::kFacilityTicket,
-                  0.85,
-                  "consumed " + std::to_string(consumed_w_) + " W near remaining capacity " +
-                      std::to_string(capacity) + " W with a PSU lost");
+      book_.Raise(key, obs, chassis, FaultClass::kPowerInsufficient, Severity::kCritical, Action::kFacilityTicket, 0.85,
+                  "consumed " + std::to_string(consumed_w_) + " W near remaining capacity " + std::to_string(capacity) +
+                      " W with a PSU lost");
     } else if (!any_lost || consumed_w_ < (options_.power_near_capacity_fraction - 0.05) * capacity) {
       book_.Clear(key, obs);
     }

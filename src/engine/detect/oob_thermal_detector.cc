@@ -25,13 +25,26 @@ class OobThermalDetector final : public Detector {
   void Observe(const Observation& obs) override {
     if (obs.layer != Layer::kOob) return;
     switch (obs.kind) {
-      case ObsKind::kTemperature: ObserveInlet(obs); break;
-      case ObsKind::kFanState: ObservePart(obs, "fan", Action::kRma); break;
-      case ObsKind::kPumpState: ObservePart(obs, "pump", Action::kFacilityTicket); break;
-      case ObsKind::kCoolantTemp: ObserveCoolant(obs); break;
-      case ObsKind::kLeak: ObserveLeak(obs); break;
-      case ObsKind::kHealth: ObserveRedundancy(obs); break;
-      default: break;
+      case ObsKind::kTemperature:
+        ObserveInlet(obs);
+        break;
+      case ObsKind::kFanState:
+        ObservePart(obs, "fan", Action::kRma);
+        break;
+      case ObsKind::kPumpState:
+        ObservePart(obs, "pump", Action::kFacilityTicket);
+        break;
+      case ObsKind::kCoolantTemp:
+        ObserveCoolant(obs);
+        break;
+      case ObsKind::kLeak:
+        ObserveLeak(obs);
+        break;
+      case ObsKind::kHealth:
+        ObserveRedundancy(obs);
+        break;
+      default:
+        break;
     }
   }
 
@@ -52,9 +65,9 @@ class OobThermalDetector final : public Detector {
       sev = Severity::kWarning;
     }
     if (sev != Severity::kInfo) {
-      book_.Raise(key, obs, obs.component, FaultClass::kThermalInlet, sev, Action::kFacilityTicket, 0.85,
-                  "inlet " + obs.component.Id() + " at " + std::to_string(t) + " C above " +
-                      std::to_string(warn_at) + " C");
+      book_.Raise(
+          key, obs, obs.component, FaultClass::kThermalInlet, sev, Action::kFacilityTicket, 0.85,
+          "inlet " + obs.component.Id() + " at " + std::to_string(t) + " C above " + std::to_string(warn_at) + " C");
     } else if (t <= warn_at - options_.hysteresis_c) {
       book_.Clear(key, obs);
     }
@@ -92,8 +105,8 @@ class OobThermalDetector final : public Detector {
     if (rise >= options_.coolant_rise_c || delta_high) {
       book_.Raise(key, obs, obs.component, FaultClass::kCoolingDegraded,
                   delta_high ? Severity::kCritical : Severity::kWarning, Action::kFacilityTicket, 0.75,
-                  "coolant " + point + " on " + obs.component.Id() + " at " + std::to_string(*obs.value) +
-                      " C (rose " + std::to_string(rise) + " C)");
+                  "coolant " + point + " on " + obs.component.Id() + " at " + std::to_string(*obs.value) + " C (rose " +
+                      std::to_string(rise) + " C)");
     } else if (rise < options_.coolant_rise_c - options_.hysteresis_c) {
       book_.Clear(key, obs);
     }

@@ -30,7 +30,8 @@ constexpr std::string_view kPcieSlow =
 constexpr std::string_view kNvlinkSlow = "NVLink CRC errors and replays retransmit flits, slowing collectives";
 constexpr std::string_view kNvswitchLinks = "an NVSwitch fault shows as errors or downed links on its ports";
 constexpr std::string_view kIbSlow = "IB symbol errors, link recovery or a downed port cut inter-node bandwidth";
-constexpr std::string_view kAerOffBus = "XID 79 (fallen off the bus) with AER errors on its upstream port: the link failed";
+constexpr std::string_view kAerOffBus =
+    "XID 79 (fallen off the bus) with AER errors on its upstream port: the link failed";
 constexpr std::string_view kRemapDbe =
     "on GPUs with row remapping a DBE triggers a remap; pending until reset, the remap state decides (SIGNALS)";
 constexpr std::string_view kSbeBeforeDbe = "SBEs that precede a DBE on the same GPU are part of the same memory fault";
@@ -106,20 +107,42 @@ std::span<const CausalRule> CausalRules() { return kRules; }
 
 Action DefaultAction(FaultClass cls) {
   switch (cls) {
-    case kPowerSupply: case kHbmUncorrectable: case kRowRemapExhausted: case kGpuSram:
+    case kPowerSupply:
+    case kHbmUncorrectable:
+    case kRowRemapExhausted:
+    case kGpuSram:
       return Action::kRma;
-    case kPowerInsufficient: case kVoltageOutOfRange: case kThermalInlet: case kCoolingDegraded:
+    case kPowerInsufficient:
+    case kVoltageOutOfRange:
+    case kThermalInlet:
+    case kCoolingDegraded:
       return Action::kFacilityTicket;
-    case kCoolantLeak: case kGpuFellOffBus: case kNvswitchFault:
+    case kCoolantLeak:
+    case kGpuFellOffBus:
+    case kNvswitchFault:
       return Action::kDrain;
-    case kRowRemapPending: return Action::kResetGpu;
-    case kGspFirmware: case kDriverFault: return Action::kRebootNode;
-    case kPcieLinkDegraded: case kNvlinkErrors: case kNvlinkDown: case kIbLinkErrors: case kIbLinkDown:
+    case kRowRemapPending:
+      return Action::kResetGpu;
+    case kGspFirmware:
+    case kDriverFault:
+      return Action::kRebootNode;
+    case kPcieLinkDegraded:
+    case kNvlinkErrors:
+    case kNvlinkDown:
+    case kIbLinkErrors:
+    case kIbLinkDown:
       return Action::kReseatOrReplaceLink;
-    case kHostMemory: return Action::kCordon;
-    case kUserApplication: case kWorkloadImbalance: return Action::kNotifyUser;
-    case kHbmSbeAging: case kGpuThermal: case kGpuPowerBrake: return Action::kMonitor;
-    case kNone: return Action::kNone;
+    case kHostMemory:
+      return Action::kCordon;
+    case kUserApplication:
+    case kWorkloadImbalance:
+      return Action::kNotifyUser;
+    case kHbmSbeAging:
+    case kGpuThermal:
+    case kGpuPowerBrake:
+      return Action::kMonitor;
+    case kNone:
+      return Action::kNone;
   }
   return Action::kNone;
 }

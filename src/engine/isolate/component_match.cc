@@ -15,17 +15,32 @@ using KeyMap = std::array<std::pair<std::string_view, std::string_view>, 7>;
 
 // Keys that say what a component is.
 constexpr KeyMap kIdentityKeys{{
-    {"index", "gpu"}, {"uuid", "uuid"}, {"serial", "serial"}, {"bdf", "bdf"}, {"pci_bus_id", "bdf"},
-    {"pci", "bdf"}, {"slot", "slot"},
+    {"index", "gpu"},
+    {"uuid", "uuid"},
+    {"serial", "serial"},
+    {"bdf", "bdf"},
+    {"pci_bus_id", "bdf"},
+    {"pci", "bdf"},
+    {"slot", "slot"},
 }};
 
 // Keys that say what a component is connected to (DESIGN.md "Identity": a GPU's
 // upstream bridge, a link's GPU and switch).
 constexpr std::array<std::pair<std::string_view, std::string_view>, 14> kAttachKeys{{
-    {"upstream_bdf", "bdf"}, {"upstream_port", "bdf"}, {"parent_bdf", "bdf"}, {"root_port", "bdf"},
-    {"downstream_bdf", "bdf"}, {"device_bdf", "bdf"}, {"gpu_bdf", "bdf"}, {"source_bdf", "bdf"},
-    {"gpu", "gpu"}, {"gpu_uuid", "uuid"}, {"gpu_serial", "serial"}, {"nvswitch", "nvswitch"},
-    {"switch", "nvswitch"}, {"peer_nvswitch", "nvswitch"},
+    {"upstream_bdf", "bdf"},
+    {"upstream_port", "bdf"},
+    {"parent_bdf", "bdf"},
+    {"root_port", "bdf"},
+    {"downstream_bdf", "bdf"},
+    {"device_bdf", "bdf"},
+    {"gpu_bdf", "bdf"},
+    {"source_bdf", "bdf"},
+    {"gpu", "gpu"},
+    {"gpu_uuid", "uuid"},
+    {"gpu_serial", "serial"},
+    {"nvswitch", "nvswitch"},
+    {"switch", "nvswitch"},
+    {"peer_nvswitch", "nvswitch"},
 }};
 
 constexpr std::array<std::string_view, 4> kScopeKeys{"coolant_loop", "cooling_loop", "loop", "power_domain"};

@@ -16,21 +16,26 @@
 namespace faultline::isolate {
 namespace {
 
-constexpr double kDefaultConfidence = 0.5;       // a detector that set none
-constexpr double kPerLayerBonus = 0.05;          // each further layer that corroborates the chain
-constexpr double kUnknownCauseFactor = 0.6;      // a symptom reported because its cause is not in the data
-constexpr double kSympatheticFactor = 0.5;       // an echo whose origin is not in the data
+constexpr double kDefaultConfidence = 0.5;   // a detector that set none
+constexpr double kPerLayerBonus = 0.05;      // each further layer that corroborates the chain
+constexpr double kUnknownCauseFactor = 0.6;  // a symptom reported because its cause is not in the data
+constexpr double kSympatheticFactor = 0.5;   // an echo whose origin is not in the data
 constexpr double kMaxConfidence = 0.99;
 constexpr std::array kHardwareLayers{Layer::kOob, Layer::kGpu, Layer::kOs, Layer::kFabric};
 
 // Where a finding without evidence lines most likely came from, for its synthesized line.
 Source DefaultSource(Layer layer) {
   switch (layer) {
-    case Layer::kOob: return Source::kRedfish;
-    case Layer::kGpu: return Source::kNvml;
-    case Layer::kOs: return Source::kKmsg;
-    case Layer::kFabric: return Source::kSysfs;
-    case Layer::kWorkload: return Source::kWorkload;
+    case Layer::kOob:
+      return Source::kRedfish;
+    case Layer::kGpu:
+      return Source::kNvml;
+    case Layer::kOs:
+      return Source::kKmsg;
+    case Layer::kFabric:
+      return Source::kSysfs;
+    case Layer::kWorkload:
+      return Source::kWorkload;
   }
   return Source::kReplay;
 }
@@ -226,9 +231,18 @@ std::string ObservationSummary(const Observation& o) {
 // by its healthy readings, so those are what gets quoted.
 bool IsEvent(ObsKind k) {
   switch (k) {
-    case ObsKind::kXid: case ObsKind::kSxid: case ObsKind::kXidRecoveryAction: case ObsKind::kGpuFellOffBus:
-    case ObsKind::kPcieAer: case ObsKind::kHostMemoryError: case ObsKind::kAppFault: case ObsKind::kKernelHang:
-    case ObsKind::kDriverError: case ObsKind::kNicEvent: case ObsKind::kSelEntry: case ObsKind::kOther:
+    case ObsKind::kXid:
+    case ObsKind::kSxid:
+    case ObsKind::kXidRecoveryAction:
+    case ObsKind::kGpuFellOffBus:
+    case ObsKind::kPcieAer:
+    case ObsKind::kHostMemoryError:
+    case ObsKind::kAppFault:
+    case ObsKind::kKernelHang:
+    case ObsKind::kDriverError:
+    case ObsKind::kNicEvent:
+    case ObsKind::kSelEntry:
+    case ObsKind::kOther:
       return true;
     default:
       return false;
@@ -287,7 +301,8 @@ std::vector<RuledOut> RuledOutLayers(const IsolateInput& input, const IsolateOpt
     if (faulty) continue;
     RuledOut r = RuleOut(layer, info, input, options);
     if (program_faults > 0) {
-      r.reason += "; " + std::to_string(program_faults) + " program fault(s) here are the program's, not the hardware's";
+      r.reason +=
+          "; " + std::to_string(program_faults) + " program fault(s) here are the program's, not the hardware's";
     }
     out.push_back(std::move(r));
   }

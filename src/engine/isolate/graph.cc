@@ -16,15 +16,15 @@ constexpr int64_t kMaxDeclaredSkewNs = 24LL * 3600 * 1'000'000'000;  // a day: a
 
 int64_t SatAdd(int64_t a, int64_t b) {
   int64_t out = 0;
-  if (__builtin_add_overflow(a, b, &out)) return b > 0 ? std::numeric_limits<int64_t>::max()
-                                                       : std::numeric_limits<int64_t>::min();
+  if (__builtin_add_overflow(a, b, &out))
+    return b > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
   return out;
 }
 
 int64_t SatSub(int64_t a, int64_t b) {
   int64_t out = 0;
-  if (__builtin_sub_overflow(a, b, &out)) return b > 0 ? std::numeric_limits<int64_t>::min()
-                                                       : std::numeric_limits<int64_t>::max();
+  if (__builtin_sub_overflow(a, b, &out))
+    return b > 0 ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
   return out;
 }
 
@@ -146,9 +146,7 @@ Node SyntheticSlowdown(const IsolateInput& input) {
   return n;
 }
 
-auto NodeOrder(const Node& n) {
-  return std::make_tuple(SortKey(n.first_ns), n.layer, n.fault_class, n.component.Id());
-}
+auto NodeOrder(const Node& n) { return std::make_tuple(SortKey(n.first_ns), n.layer, n.fault_class, n.component.Id()); }
 
 }  // namespace
 
@@ -174,8 +172,7 @@ std::vector<Node> BuildNodes(const IsolateInput& input, const IsolateOptions& op
   });
   std::vector<Node> nodes;
   for (Node& single : singles) {
-    auto it = std::find_if(nodes.begin(), nodes.end(),
-                           [&](const Node& n) { return SameFault(n, single, options); });
+    auto it = std::find_if(nodes.begin(), nodes.end(), [&](const Node& n) { return SameFault(n, single, options); });
     if (it == nodes.end()) {
       nodes.push_back(std::move(single));
     } else {
@@ -184,7 +181,8 @@ std::vector<Node> BuildNodes(const IsolateInput& input, const IsolateOptions& op
   }
   const bool has_slowdown = std::any_of(nodes.begin(), nodes.end(), [](const Node& n) { return n.slowdown; });
   if (input.slowdown_reported && !has_slowdown) nodes.push_back(SyntheticSlowdown(input));
-  std::stable_sort(nodes.begin(), nodes.end(), [](const Node& a, const Node& b) { return NodeOrder(a) < NodeOrder(b); });
+  std::stable_sort(nodes.begin(), nodes.end(),
+                   [](const Node& a, const Node& b) { return NodeOrder(a) < NodeOrder(b); });
   return nodes;
 }
 
@@ -192,9 +190,12 @@ namespace {
 
 bool RelationHolds(Relation relation, const Node& cause, const Node& symptom) {
   switch (relation) {
-    case Relation::kNode: return SameScope(cause.component, symptom.component);
-    case Relation::kSameComponent: return SameComponent(cause.tokens, symptom.tokens);
-    case Relation::kAttached: return Attached(cause.tokens, symptom.tokens);
+    case Relation::kNode:
+      return SameScope(cause.component, symptom.component);
+    case Relation::kSameComponent:
+      return SameComponent(cause.tokens, symptom.tokens);
+    case Relation::kAttached:
+      return Attached(cause.tokens, symptom.tokens);
   }
   return false;
 }

@@ -18,21 +18,21 @@ namespace faultline::isolate {
 struct Node {
   std::vector<const Finding*> members;  // empty for the synthetic slowdown node
   FaultClass fault_class = FaultClass::kNone;
-  Layer layer = Layer::kOs;             // the layer of the first (most physical) member
-  std::set<Layer> layers;               // every member's layer
-  ComponentRef component;               // with the keys of every member merged in
-  ComponentTokens tokens;               // every member's identity/attach tokens
-  int64_t first_ns = 0;                 // 0 = unknown
+  Layer layer = Layer::kOs;  // the layer of the first (most physical) member
+  std::set<Layer> layers;    // every member's layer
+  ComponentRef component;    // with the keys of every member merged in
+  ComponentTokens tokens;    // every member's identity/attach tokens
+  int64_t first_ns = 0;      // 0 = unknown
   int64_t last_ns = 0;
-  int64_t skew_ns = 0;                  // extra clock uncertainty the members declare
+  int64_t skew_ns = 0;  // extra clock uncertainty the members declare
   Severity severity = Severity::kInfo;
-  Action action = Action::kNone;        // the most disruptive member action
-  double confidence = 0.0;              // the highest member confidence
-  bool symptom = false;                 // every member says {"symptom": "true"}
-  bool sympathetic = false;             // every member says {"sympathetic": "true"}
-  bool slowdown = false;                // slow steps (workload layer, or reported by the caller)
-  int cause = -1;                       // index of the node that explains this one
-  const CausalRule* rule = nullptr;     // the rule that links it to its cause (null: sympathetic)
+  Action action = Action::kNone;     // the most disruptive member action
+  double confidence = 0.0;           // the highest member confidence
+  bool symptom = false;              // every member says {"symptom": "true"}
+  bool sympathetic = false;          // every member says {"sympathetic": "true"}
+  bool slowdown = false;             // slow steps (workload layer, or reported by the caller)
+  int cause = -1;                    // index of the node that explains this one
+  const CausalRule* rule = nullptr;  // the rule that links it to its cause (null: sympathetic)
 };
 
 // Groups the findings into nodes: same fault class on the same component (matched by any

@@ -64,8 +64,7 @@ std::vector<Diagnosis> Isolate(const IsolateInput& input, const IsolateOptions& 
   isolate::LinkCauses(nodes, input, options);
   std::vector<RuledOut> ruled_out = isolate::RuledOutLayers(input, options);
   std::vector<RankedDiagnosis> ranked = Roots(nodes, options, ruled_out.size());
-  const bool slowdown_question =
-      std::any_of(nodes.begin(), nodes.end(), [](const Node& n) { return n.slowdown; });
+  const bool slowdown_question = std::any_of(nodes.begin(), nodes.end(), [](const Node& n) { return n.slowdown; });
   isolate::OrderDiagnoses(ranked, slowdown_question);
   // Background noise (benign SBEs, info-level findings) is listed, but the answer is "none".
   if (!slowdown_question && std::all_of(ranked.begin(), ranked.end(), Informational)) {

@@ -3,8 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <system_error>
@@ -15,17 +15,34 @@ namespace {
 namespace fs = std::filesystem;
 
 // Counter names as the kernel prints them in aer_dev_* (drivers/pci/pcie/aer.c).
-const std::vector<std::string> kCorrectable = {"RxErr", "BadTLP", "BadDLLP", "Rollover", "Timeout",
-                                               "NonFatalErr", "CorrIntErr", "HeaderOF"};
-const std::vector<std::string> kUncorrectable = {
-    "Undefined", "DLP", "SDES", "TLP", "FCP", "CmpltTO", "CmpltAbrt", "UnxCmplt", "RxOF", "MalfTLP",
-    "ECRC", "UnsupReq", "ACSViol", "UncorrIntErr", "BlockedTLP", "AtomicOpBlocked", "TLPBlockedErr",
-    "PoisonTLPBlocked"};
-const char* const kIbCounterFiles[] = {
-    "symbol_error", "link_error_recovery", "link_downed", "port_rcv_errors", "port_rcv_remote_physical_errors",
-    "port_rcv_switch_relay_errors", "port_xmit_discards", "port_xmit_constraint_errors",
-    "port_rcv_constraint_errors", "local_link_integrity_errors", "excessive_buffer_overrun_errors",
-    "VL15_dropped", "port_xmit_data", "port_rcv_data", "port_xmit_packets", "port_rcv_packets", "port_xmit_wait"};
+const std::vector<std::string> kCorrectable = {"RxErr",   "BadTLP",      "BadDLLP",    "Rollover",
+                                               "Timeout", "NonFatalErr", "CorrIntErr", "HeaderOF"};
+const std::vector<std::string> kUncorrectable = {"Undefined",     "DLP",
+                                                 "SDES",          "TLP",
+                                                 "FCP",           "CmpltTO",
+                                                 "CmpltAbrt",     "UnxCmplt",
+                                                 "RxOF",          "MalfTLP",
+                                                 "ECRC",          "UnsupReq",
+                                                 "ACSViol",       "UncorrIntErr",
+                                                 "BlockedTLP",    "AtomicOpBlocked",
+                                                 "TLPBlockedErr", "PoisonTLPBlocked"};
+const char* const kIbCounterFiles[] = {"symbol_error",
+                                       "link_error_recovery",
+                                       "link_downed",
+                                       "port_rcv_errors",
+                                       "port_rcv_remote_physical_errors",
+                                       "port_rcv_switch_relay_errors",
+                                       "port_xmit_discards",
+                                       "port_xmit_constraint_errors",
+                                       "port_rcv_constraint_errors",
+                                       "local_link_integrity_errors",
+                                       "excessive_buffer_overrun_errors",
+                                       "VL15_dropped",
+                                       "port_xmit_data",
+                                       "port_rcv_data",
+                                       "port_xmit_packets",
+                                       "port_rcv_packets",
+                                       "port_xmit_wait"};
 const char* const kHwCounterFiles[] = {"rx_write_requests", "out_of_buffer", "duplicate_request", "np_cnp_sent"};
 
 std::string Hex(uint32_t v, int digits) {
@@ -52,8 +69,8 @@ std::string IbStateName(int state) {
 }
 
 std::string PhysStateName(int phys) {
-  static const char* const kNames[] = {"NOP", "Sleep", "Polling", "Disabled", "PortConfigurationTraining",
-                                       "LinkUp", "LinkErrorRecovery", "Phy Test"};
+  static const char* const kNames[] = {
+      "NOP", "Sleep", "Polling", "Disabled", "PortConfigurationTraining", "LinkUp", "LinkErrorRecovery", "Phy Test"};
   return phys >= 0 && phys <= 7 ? kNames[phys] : "Unknown";
 }
 
@@ -83,7 +100,8 @@ struct IdSet {
 IdSet IdsFor(const std::string& role, const std::string& port_type, bool ethernet) {
   if (role == "gpu") return {0x030200, 0x10de, 0x2330, 32.0, 16};
   if (role == "nvswitch") return {0x068000, 0x10de, 0x22a3, 16.0, 4};
-  if (role == "nic") return ethernet ? IdSet{0x020000, 0x15b3, 0x101d, 16.0, 16} : IdSet{0x020700, 0x15b3, 0x1021, 32.0, 16};
+  if (role == "nic")
+    return ethernet ? IdSet{0x020000, 0x15b3, 0x101d, 16.0, 16} : IdSet{0x020700, 0x15b3, 0x1021, 32.0, 16};
   if (role == "nvme") return {0x010802, 0x144d, 0xa80a, 16.0, 4};
   if (port_type == "root") return {0x060400, 0x8086, 0x352a, 32.0, 16};
   return {0x060400, 0x1000, 0xc030, 32.0, 16};  // PCIe switch port
@@ -111,13 +129,15 @@ class Layout {
           Add(Bdf(next_bus++, 0), role, "", ds.bdf, ds.dir, eth);
         };
         for (int g = Share(o_.gpus, switches, sw); g < Share(o_.gpus, switches, sw + 1); ++g) endpoint("gpu", false);
-        for (int n = Share(o_.ib_hcas, switches, sw); n < Share(o_.ib_hcas, switches, sw + 1); ++n) endpoint("nic", false);
+        for (int n = Share(o_.ib_hcas, switches, sw); n < Share(o_.ib_hcas, switches, sw + 1); ++n)
+          endpoint("nic", false);
         if (sw == 0) {
           for (int n = 0; n < o_.nvswitches; ++n) endpoint("nvswitch", false);
         }
       }
       if (rc < o_.eth_nics) {
-        const FakePcieDevice rp = Add(Bdf(base, 1 + o_.switches_per_root_complex), "root_port", "root", "", host, false);
+        const FakePcieDevice rp =
+            Add(Bdf(base, 1 + o_.switches_per_root_complex), "root_port", "root", "", host, false);
         Add(Bdf(next_bus++, 0), "nic", "", rp.bdf, rp.dir, true);
       }
       // A device the fabric layer must ignore: an NVMe drive on its own root port.
@@ -183,17 +203,20 @@ Result<FakeSysfsTree> FakeSysfsTree::Create(const std::string& root_dir, const F
     const FakePcieDevice& d = devices[i];
     const fs::path dir = t.root_ + d.dir;
     const IdSet ids = IdsFor(d.role, d.port_type, ethernet[i]);
-    const std::pair<const char*, std::string> files[] = {
-        {"class", Hex(ids.class_code, 6) + "\n"}, {"vendor", Hex(ids.vendor, 4) + "\n"},
-        {"device", Hex(ids.device, 4) + "\n"}, {"current_link_speed", Speed(ids.speed)},
-        {"max_link_speed", Speed(ids.speed)}, {"current_link_width", std::to_string(ids.width) + "\n"},
-        {"max_link_width", std::to_string(ids.width) + "\n"}};
+    const std::pair<const char*, std::string> files[] = {{"class", Hex(ids.class_code, 6) + "\n"},
+                                                         {"vendor", Hex(ids.vendor, 4) + "\n"},
+                                                         {"device", Hex(ids.device, 4) + "\n"},
+                                                         {"current_link_speed", Speed(ids.speed)},
+                                                         {"max_link_speed", Speed(ids.speed)},
+                                                         {"current_link_width", std::to_string(ids.width) + "\n"},
+                                                         {"max_link_width", std::to_string(ids.width) + "\n"}};
     for (const auto& [name, content] : files) {
       if (Status s = Write(dir / name, content); !s.ok()) return s;
     }
     if (Status s = Symlink("../../.." + d.dir.substr(4), t.root_ + "/sys/bus/pci/devices/" + d.bdf); !s.ok()) return s;
     if (!d.slot.empty()) {
-      if (Status s = Write(t.root_ + "/sys/bus/pci/slots/" + d.slot + "/address", d.bdf.substr(0, 10) + "\n"); !s.ok()) {
+      if (Status s = Write(t.root_ + "/sys/bus/pci/slots/" + d.slot + "/address", d.bdf.substr(0, 10) + "\n");
+          !s.ok()) {
         return s;
       }
     }

@@ -26,10 +26,10 @@
 namespace faultline {
 
 struct FakeSysfsOptions {
-  int gpus = 8;           // spread evenly over the switches
-  int nvswitches = 4;     // all under the first switch
-  int ib_hcas = 8;        // spread evenly over the switches
-  int eth_nics = 2;       // on extra root ports, one per root complex
+  int gpus = 8;        // spread evenly over the switches
+  int nvswitches = 4;  // all under the first switch
+  int ib_hcas = 8;     // spread evenly over the switches
+  int eth_nics = 2;    // on extra root ports, one per root complex
   int root_complexes = 2;
   int switches_per_root_complex = 2;
   std::string ib_rate = "400 Gb/sec (4X NDR)";
@@ -38,12 +38,12 @@ struct FakeSysfsOptions {
 // One PCIe function the generator created.
 struct FakePcieDevice {
   std::string bdf;
-  std::string role;        // "gpu", "nvswitch", "nic", "bridge", "root_port"
-  std::string port_type;   // bridges: "root", "upstream", "downstream"
-  std::string parent;      // upstream bridge BDF, "" for root ports
-  std::string slot;        // physical slot name, "" when none
-  std::string ib_device;   // "mlx5_3" for HCAs/NICs
-  std::string dir;         // real directory, relative to the root ("/sys/devices/...")
+  std::string role;       // "gpu", "nvswitch", "nic", "bridge", "root_port"
+  std::string port_type;  // bridges: "root", "upstream", "downstream"
+  std::string parent;     // upstream bridge BDF, "" for root ports
+  std::string slot;       // physical slot name, "" when none
+  std::string ib_device;  // "mlx5_3" for HCAs/NICs
+  std::string dir;        // real directory, relative to the root ("/sys/devices/...")
 };
 
 // A fresh directory name for a fake tree: under /dev/shm when it is a writable tmpfs
@@ -93,7 +93,7 @@ class FakeSysfsTree {
   std::vector<FakePcieDevice> devices_;
   std::map<std::string, AerState> aer_;
   std::map<std::string, std::map<std::string, uint64_t>> root_totals_;  // root port -> severity -> count
-  std::map<std::string, uint64_t> ib_counters_;  // "<dev>/<port>/<counter>" -> value
+  std::map<std::string, uint64_t> ib_counters_;                         // "<dev>/<port>/<counter>" -> value
 };
 
 }  // namespace faultline

@@ -24,11 +24,11 @@ struct AccuracyReport {
   // truth class -> predicted class -> count (final primary diagnosis).
   std::map<std::string, std::map<std::string, int>> confusion;
   std::map<std::string, ClassScore> classes;  // every class seen as truth or prediction
-  double macro_f1 = 0;            // mean F1 over classes with support > 0
-  double primary_accuracy = 0;    // final primary class == truth class
-  double component_accuracy = 0;  // final primary class and component both right
-  int diagnosed = 0;              // scenarios with a first correct diagnosis (time known)
-  double ttd_median_s = 0;        // fault start -> first correct primary (diagnosed ones)
+  double macro_f1 = 0;                        // mean F1 over classes with support > 0
+  double primary_accuracy = 0;                // final primary class == truth class
+  double component_accuracy = 0;              // final primary class and component both right
+  int diagnosed = 0;                          // scenarios with a first correct diagnosis (time known)
+  double ttd_median_s = 0;                    // fault start -> first correct primary (diagnosed ones)
   double ttd_max_s = 0;
   double agent_tick_ms_mean = 0;  // real time per evaluating tick, mean over runs
   double agent_tick_ms_max = 0;

@@ -226,8 +226,8 @@ Result<ScenarioRun> RunScenarioLockstep(const NodeScenario& scenario, const Lock
         std::ostringstream os;
         os << "t=" << t << "s " << ToString(primary.action) << " " << primary.component.Id() << " ("
            << ToString(primary.fault_class) << ")";
-        if (run.wrong_hardware_actions.empty() || run.wrong_hardware_actions.back().find(primary.component.Id()) ==
-                                                      std::string::npos) {
+        if (run.wrong_hardware_actions.empty() ||
+            run.wrong_hardware_actions.back().find(primary.component.Id()) == std::string::npos) {
           run.wrong_hardware_actions.push_back(os.str());
         }
       }

@@ -22,10 +22,10 @@ namespace faultline::sim {
 struct LockstepOptions {
   std::string workdir;       // scratch; one subdirectory per scenario
   std::string nvml_library;  // the fake libnvidia-ml.so.1
-  double tick_s = 0.25;  // lockstep resolution (the time-to-diagnosis figures are this fine)
+  double tick_s = 0.25;      // lockstep resolution (the time-to-diagnosis figures are this fine)
   // The agent's schedule in the simulation (seconds).
-  double fast_interval_s = 1.0;     // kmsg, workload, evaluation
-  double sample_interval_s = 5.0;   // NVML, sysfs
+  double fast_interval_s = 1.0;    // kmsg, workload, evaluation
+  double sample_interval_s = 5.0;  // NVML, sysfs
   double redfish_interval_s = 10.0;
   bool keep_workdir = false;
   std::ostream* agent_log = nullptr;  // the agent's log lines (warn and above); null = dropped

@@ -14,9 +14,7 @@ using Json = nlohmann::json;
 
 Json Link(const std::string& uri) { return {{"@odata.id", uri}}; }
 
-Json StatusOf(const std::string& state, const std::string& health) {
-  return {{"State", state}, {"Health", health}};
-}
+Json StatusOf(const std::string& state, const std::string& health) { return {{"State", state}, {"Health", health}}; }
 
 double Round1(double v) { return std::round(v * 10) / 10; }
 
@@ -68,12 +66,11 @@ BmcResources RenderBmcResources(const NodeState& s, double psu_rated_w) {
                     {"LastPowerOutputWatts", Round1(p.output_w)}});
   }
   const std::string redundancy = RedundancyHealth(s);
-  r.power = {{"PowerControl",
-              Json::array({{{"@odata.id", std::string(kBmcPowerUri) + "#/PowerControl/0"},
-                            {"MemberId", "0"},
-                            {"Name", "Chassis Power Control"},
-                            {"PowerConsumedWatts", Round1(std::min(s.load_w, s.capacity_w))},
-                            {"PowerCapacityWatts", Round1(s.capacity_w)}}})},
+  r.power = {{"PowerControl", Json::array({{{"@odata.id", std::string(kBmcPowerUri) + "#/PowerControl/0"},
+                                            {"MemberId", "0"},
+                                            {"Name", "Chassis Power Control"},
+                                            {"PowerConsumedWatts", Round1(std::min(s.load_w, s.capacity_w))},
+                                            {"PowerCapacityWatts", Round1(s.capacity_w)}}})},
              {"PowerSupplies", std::move(psus)},
              {"Redundancy", Json::array({{{"@odata.id", std::string(kBmcPowerUri) + "#/Redundancy/0"},
                                           {"MemberId", "0"},
@@ -93,21 +90,20 @@ BmcResources RenderBmcResources(const NodeState& s, double psu_rated_w) {
                     {"ReadingUnits", "RPM"},
                     {"Status", StatusOf(f.health == "OK" ? "Enabled" : "UnavailableOffline", f.health)}});
   }
-  r.thermal = {
-      {"Temperatures", Json::array({{{"@odata.id", std::string(kBmcThermalUri) + "#/Temperatures/0"},
-                                     {"MemberId", "InletTemp"},
-                                     {"Name", "Inlet Temp"},
-                                     {"PhysicalContext", "Intake"},
-                                     {"ReadingCelsius", Round1(s.inlet_c)},
-                                     {"UpperThresholdNonCritical", 35},
-                                     {"UpperThresholdCritical", 40},
-                                     {"Status", StatusOf("Enabled", s.inlet_c >= 35 ? "Warning" : "OK")}}})},
-      {"Fans", std::move(fans)},
-      {"Redundancy", Json::array({{{"@odata.id", std::string(kBmcThermalUri) + "#/Redundancy/0"},
-                                   {"MemberId", "0"},
-                                   {"Name", "Fan Redundancy"},
-                                   {"Mode", "N+m"},
-                                   {"Status", StatusOf("Enabled", failed <= 1 ? "OK" : "Critical")}}})}};
+  r.thermal = {{"Temperatures", Json::array({{{"@odata.id", std::string(kBmcThermalUri) + "#/Temperatures/0"},
+                                              {"MemberId", "InletTemp"},
+                                              {"Name", "Inlet Temp"},
+                                              {"PhysicalContext", "Intake"},
+                                              {"ReadingCelsius", Round1(s.inlet_c)},
+                                              {"UpperThresholdNonCritical", 35},
+                                              {"UpperThresholdCritical", 40},
+                                              {"Status", StatusOf("Enabled", s.inlet_c >= 35 ? "Warning" : "OK")}}})},
+               {"Fans", std::move(fans)},
+               {"Redundancy", Json::array({{{"@odata.id", std::string(kBmcThermalUri) + "#/Redundancy/0"},
+                                            {"MemberId", "0"},
+                                            {"Name", "Fan Redundancy"},
+                                            {"Mode", "N+m"},
+                                            {"Status", StatusOf("Enabled", failed <= 1 ? "OK" : "Critical")}}})}};
   const SimCoolant& c = s.coolant;
   r.coolant = Json::array({{{"@odata.id", std::string(kBmcCoolantUri) + "/Loop1"},
                             {"@odata.type", "#CoolantConnector.v1_0_0.CoolantConnector"},
@@ -125,13 +121,13 @@ BmcResources RenderBmcResources(const NodeState& s, double psu_rated_w) {
                          {"Name", "Cold plate leak detector"},
                          {"DetectorState", c.leak_state},
                          {"Status", StatusOf("Enabled", c.leak_state)}}});
-  r.pumps = Json::array({{{"@odata.id", std::string(kBmcPumpsUri) + "/PUMP1"},
-                          {"@odata.type", "#Pump.v1_0_0.Pump"},
-                          {"Id", "PUMP1"},
-                          {"Name", "Loop pump"},
-                          {"PumpSpeedPercent", {{"Reading", c.pump_health == "OK" ? 65 : 0}}},
-                          {"Status", StatusOf(c.pump_health == "OK" ? "Enabled" : "UnavailableOffline",
-                                              c.pump_health)}}});
+  r.pumps =
+      Json::array({{{"@odata.id", std::string(kBmcPumpsUri) + "/PUMP1"},
+                    {"@odata.type", "#Pump.v1_0_0.Pump"},
+                    {"Id", "PUMP1"},
+                    {"Name", "Loop pump"},
+                    {"PumpSpeedPercent", {{"Reading", c.pump_health == "OK" ? 65 : 0}}},
+                    {"Status", StatusOf(c.pump_health == "OK" ? "Enabled" : "UnavailableOffline", c.pump_health)}}});
   return r;
 }
 
@@ -139,44 +135,50 @@ Status WriteBmcTree(const std::string& dir, const NodeState& state, double psu_r
   const BmcResources r = RenderBmcResources(state, psu_rated_w);
   const std::string v1 = "/redfish/v1";
   std::vector<std::pair<std::string, Json>> docs;
-  docs.push_back({v1, {{"@odata.id", v1},
-                       {"@odata.type", "#ServiceRoot.v1_15_0.ServiceRoot"},
-                       {"Id", "RootService"},
-                       {"Name", "Root Service"},
-                       {"RedfishVersion", "1.17.0"},
-                       {"UUID", "8a6f2b3c-1d4e-4f50-9a61-7b8c9d0e1f20"},
-                       {"Chassis", Link(v1 + "/Chassis")},
-                       {"Systems", Link(v1 + "/Systems")},
-                       {"Managers", Link(v1 + "/Managers")},
-                       {"SessionService", Link(v1 + "/SessionService")},
-                       {"EventService", Link(v1 + "/EventService")},
-                       {"Links", {{"Sessions", Link(v1 + "/SessionService/Sessions")}}}}});
-  docs.push_back({v1 + "/SessionService", {{"@odata.id", v1 + "/SessionService"},
-                                           {"@odata.type", "#SessionService.v1_1_8.SessionService"},
-                                           {"Id", "SessionService"},
-                                           {"Name", "Session Service"},
-                                           {"ServiceEnabled", true},
-                                           {"Sessions", Link(v1 + "/SessionService/Sessions")}}});
-  docs.push_back({v1 + "/SessionService/Sessions", Collection(v1 + "/SessionService/Sessions", "Session", Json::array())});
-  docs.push_back({v1 + "/Managers", Collection(v1 + "/Managers", "Manager", Json::array({Link(v1 + "/Managers/BMC")}))});
-  docs.push_back({v1 + "/Managers/BMC", {{"@odata.id", v1 + "/Managers/BMC"},
-                                         {"@odata.type", "#Manager.v1_19_0.Manager"},
-                                         {"Id", "BMC"},
-                                         {"Name", "HGX BMC"},
-                                         {"ManagerType", "BMC"},
-                                         {"DateTime", FormatIso8601(utc_ns)},
-                                         {"Status", StatusOf("Enabled", "OK")}}});
+  docs.push_back({v1,
+                  {{"@odata.id", v1},
+                   {"@odata.type", "#ServiceRoot.v1_15_0.ServiceRoot"},
+                   {"Id", "RootService"},
+                   {"Name", "Root Service"},
+                   {"RedfishVersion", "1.17.0"},
+                   {"UUID", "8a6f2b3c-1d4e-4f50-9a61-7b8c9d0e1f20"},
+                   {"Chassis", Link(v1 + "/Chassis")},
+                   {"Systems", Link(v1 + "/Systems")},
+                   {"Managers", Link(v1 + "/Managers")},
+                   {"SessionService", Link(v1 + "/SessionService")},
+                   {"EventService", Link(v1 + "/EventService")},
+                   {"Links", {{"Sessions", Link(v1 + "/SessionService/Sessions")}}}}});
+  docs.push_back({v1 + "/SessionService",
+                  {{"@odata.id", v1 + "/SessionService"},
+                   {"@odata.type", "#SessionService.v1_1_8.SessionService"},
+                   {"Id", "SessionService"},
+                   {"Name", "Session Service"},
+                   {"ServiceEnabled", true},
+                   {"Sessions", Link(v1 + "/SessionService/Sessions")}}});
+  docs.push_back(
+      {v1 + "/SessionService/Sessions", Collection(v1 + "/SessionService/Sessions", "Session", Json::array())});
+  docs.push_back(
+      {v1 + "/Managers", Collection(v1 + "/Managers", "Manager", Json::array({Link(v1 + "/Managers/BMC")}))});
+  docs.push_back({v1 + "/Managers/BMC",
+                  {{"@odata.id", v1 + "/Managers/BMC"},
+                   {"@odata.type", "#Manager.v1_19_0.Manager"},
+                   {"Id", "BMC"},
+                   {"Name", "HGX BMC"},
+                   {"ManagerType", "BMC"},
+                   {"DateTime", FormatIso8601(utc_ns)},
+                   {"Status", StatusOf("Enabled", "OK")}}});
   docs.push_back({v1 + "/Chassis", Collection(v1 + "/Chassis", "Chassis", Json::array({Link(v1 + "/Chassis/HGX")}))});
-  docs.push_back({v1 + "/Chassis/HGX", {{"@odata.id", v1 + "/Chassis/HGX"},
-                                        {"@odata.type", "#Chassis.v1_23_0.Chassis"},
-                                        {"Id", "HGX"},
-                                        {"Name", "HGX node"},
-                                        {"ChassisType", "RackMount"},
-                                        {"SerialNumber", "HGX-SIM-0001"},
-                                        {"Status", StatusOf("Enabled", "OK")},
-                                        {"Power", Link(kBmcPowerUri)},
-                                        {"Thermal", Link(kBmcThermalUri)},
-                                        {"ThermalSubsystem", Link(v1 + "/Chassis/HGX/ThermalSubsystem")}}});
+  docs.push_back({v1 + "/Chassis/HGX",
+                  {{"@odata.id", v1 + "/Chassis/HGX"},
+                   {"@odata.type", "#Chassis.v1_23_0.Chassis"},
+                   {"Id", "HGX"},
+                   {"Name", "HGX node"},
+                   {"ChassisType", "RackMount"},
+                   {"SerialNumber", "HGX-SIM-0001"},
+                   {"Status", StatusOf("Enabled", "OK")},
+                   {"Power", Link(kBmcPowerUri)},
+                   {"Thermal", Link(kBmcThermalUri)},
+                   {"ThermalSubsystem", Link(v1 + "/Chassis/HGX/ThermalSubsystem")}}});
   Json power = r.power;
   power["@odata.id"] = kBmcPowerUri;
   power["@odata.type"] = "#Power.v1_7_1.Power";
@@ -190,47 +192,53 @@ Status WriteBmcTree(const std::string& dir, const NodeState& state, double psu_r
   thermal["Name"] = "Thermal";
   docs.push_back({kBmcThermalUri, thermal});
   const std::string ts = v1 + "/Chassis/HGX/ThermalSubsystem";
-  docs.push_back({ts, {{"@odata.id", ts},
-                       {"@odata.type", "#ThermalSubsystem.v1_3_0.ThermalSubsystem"},
-                       {"Id", "ThermalSubsystem"},
-                       {"Name", "Thermal Subsystem"},
-                       {"CoolantConnectors", Link(kBmcCoolantUri)},
-                       {"Pumps", Link(kBmcPumpsUri)},
-                       {"LeakDetection", Link(ts + "/LeakDetection")},
-                       {"Status", StatusOf("Enabled", "OK")}}});
+  docs.push_back({ts,
+                  {{"@odata.id", ts},
+                   {"@odata.type", "#ThermalSubsystem.v1_3_0.ThermalSubsystem"},
+                   {"Id", "ThermalSubsystem"},
+                   {"Name", "Thermal Subsystem"},
+                   {"CoolantConnectors", Link(kBmcCoolantUri)},
+                   {"Pumps", Link(kBmcPumpsUri)},
+                   {"LeakDetection", Link(ts + "/LeakDetection")},
+                   {"Status", StatusOf("Enabled", "OK")}}});
   docs.push_back({kBmcCoolantUri, Collection(kBmcCoolantUri, "CoolantConnector", r.coolant)});
   docs.push_back({kBmcPumpsUri, Collection(kBmcPumpsUri, "Pump", r.pumps)});
-  docs.push_back({ts + "/LeakDetection", {{"@odata.id", ts + "/LeakDetection"},
-                                          {"@odata.type", "#LeakDetection.v1_0_0.LeakDetection"},
-                                          {"Id", "LeakDetection"},
-                                          {"Name", "Leak Detection"},
-                                          {"LeakDetectors", Link(kBmcLeakUri)}}});
+  docs.push_back({ts + "/LeakDetection",
+                  {{"@odata.id", ts + "/LeakDetection"},
+                   {"@odata.type", "#LeakDetection.v1_0_0.LeakDetection"},
+                   {"Id", "LeakDetection"},
+                   {"Name", "Leak Detection"},
+                   {"LeakDetectors", Link(kBmcLeakUri)}}});
   docs.push_back({kBmcLeakUri, Collection(kBmcLeakUri, "LeakDetector", r.leak)});
-  docs.push_back({v1 + "/Systems", Collection(v1 + "/Systems", "ComputerSystem", Json::array({Link(v1 + "/Systems/HGX")}))});
-  docs.push_back({v1 + "/Systems/HGX", {{"@odata.id", v1 + "/Systems/HGX"},
-                                        {"@odata.type", "#ComputerSystem.v1_20_0.ComputerSystem"},
-                                        {"Id", "HGX"},
-                                        {"Name", "HGX system"},
-                                        {"PowerState", "On"},
-                                        {"Status", StatusOf("Enabled", "OK")},
-                                        {"LogServices", Link(v1 + "/Systems/HGX/LogServices")}}});
-  docs.push_back({v1 + "/Systems/HGX/LogServices",
-                  Collection(v1 + "/Systems/HGX/LogServices", "LogService",
-                             Json::array({Link(v1 + "/Systems/HGX/LogServices/SEL")}))});
-  docs.push_back({v1 + "/Systems/HGX/LogServices/SEL", {{"@odata.id", v1 + "/Systems/HGX/LogServices/SEL"},
-                                                         {"@odata.type", "#LogService.v1_4_0.LogService"},
-                                                         {"Id", "SEL"},
-                                                         {"Name", "System Event Log"},
-                                                         {"OverWritePolicy", "WrapsWhenFull"},
-                                                         {"Entries", Link(kBmcSelUri)}}});
+  docs.push_back(
+      {v1 + "/Systems", Collection(v1 + "/Systems", "ComputerSystem", Json::array({Link(v1 + "/Systems/HGX")}))});
+  docs.push_back({v1 + "/Systems/HGX",
+                  {{"@odata.id", v1 + "/Systems/HGX"},
+                   {"@odata.type", "#ComputerSystem.v1_20_0.ComputerSystem"},
+                   {"Id", "HGX"},
+                   {"Name", "HGX system"},
+                   {"PowerState", "On"},
+                   {"Status", StatusOf("Enabled", "OK")},
+                   {"LogServices", Link(v1 + "/Systems/HGX/LogServices")}}});
+  docs.push_back(
+      {v1 + "/Systems/HGX/LogServices", Collection(v1 + "/Systems/HGX/LogServices", "LogService",
+                                                   Json::array({Link(v1 + "/Systems/HGX/LogServices/SEL")}))});
+  docs.push_back({v1 + "/Systems/HGX/LogServices/SEL",
+                  {{"@odata.id", v1 + "/Systems/HGX/LogServices/SEL"},
+                   {"@odata.type", "#LogService.v1_4_0.LogService"},
+                   {"Id", "SEL"},
+                   {"Name", "System Event Log"},
+                   {"OverWritePolicy", "WrapsWhenFull"},
+                   {"Entries", Link(kBmcSelUri)}}});
   docs.push_back({kBmcSelUri, Collection(kBmcSelUri, "LogEntry", Json::array())});
-  docs.push_back({v1 + "/EventService", {{"@odata.id", v1 + "/EventService"},
-                                         {"@odata.type", "#EventService.v1_10_0.EventService"},
-                                         {"Id", "EventService"},
-                                         {"Name", "Event Service"},
-                                         {"ServiceEnabled", true},
-                                         {"ServerSentEventUri", v1 + "/EventService/SSE"},
-                                         {"Subscriptions", Link(v1 + "/EventService/Subscriptions")}}});
+  docs.push_back({v1 + "/EventService",
+                  {{"@odata.id", v1 + "/EventService"},
+                   {"@odata.type", "#EventService.v1_10_0.EventService"},
+                   {"Id", "EventService"},
+                   {"Name", "Event Service"},
+                   {"ServiceEnabled", true},
+                   {"ServerSentEventUri", v1 + "/EventService/SSE"},
+                   {"Subscriptions", Link(v1 + "/EventService/Subscriptions")}}});
   docs.push_back({v1 + "/EventService/Subscriptions",
                   Collection(v1 + "/EventService/Subscriptions", "EventDestination", Json::array())});
   for (const auto& [uri, doc] : docs) {

@@ -149,22 +149,26 @@ void NodeModel::StartFault(const NodeFault& f, double t) {
       if (!gpu) break;
       ++gpu->dbe_volatile;
       ++gpu->dbe_aggregate;
-      Kmsg(t, 4, XidPrefix(f.gpu) + "48" + pid +
-                     "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at "
-                     "partition 6, subpartition 1.");
+      Kmsg(t, 4,
+           XidPrefix(f.gpu) + "48" + pid +
+               "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at "
+               "partition 6, subpartition 1.");
       if (f.value >= 1) {
         // The error hit a row that cannot be remapped again: no remap, only the DBE.
       } else if (scenario_.node.row_remap) {
         ++gpu->remap_uncorrectable;
         gpu->remap_pending = true;
-        Kmsg(t + 0.001, 4, XidPrefix(f.gpu) +
-                               "63, pid='<unknown>', name=<unknown>, Row Remapper: New row (0x0000000000a1c6e0) is "
-                               "marked for remapping, reset gpu to activate.");
+        Kmsg(t + 0.001, 4,
+             XidPrefix(f.gpu) +
+                 "63, pid='<unknown>', name=<unknown>, Row Remapper: New row (0x0000000000a1c6e0) is "
+                 "marked for remapping, reset gpu to activate.");
       } else {
         ++gpu->retired_dbe;
         gpu->retired_pending = true;
-        Kmsg(t + 0.001, 4, XidPrefix(f.gpu) + "63, pid='<unknown>', name=<unknown>, Dynamic Page Retirement: New "
-                                              "page retired, reboot to activate (0x00000000012ab000).");
+        Kmsg(t + 0.001, 4,
+             XidPrefix(f.gpu) +
+                 "63, pid='<unknown>', name=<unknown>, Dynamic Page Retirement: New "
+                 "page retired, reboot to activate (0x00000000012ab000).");
       }
       state_.job_running = false;
       break;
@@ -173,12 +177,14 @@ void NodeModel::StartFault(const NodeFault& f, double t) {
       ++gpu->dbe_volatile;
       ++gpu->dbe_aggregate;
       gpu->remap_failure = true;
-      Kmsg(t, 4, XidPrefix(f.gpu) + "48" + pid +
-                     "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at "
-                     "partition 2, subpartition 0.");
-      Kmsg(t + 0.001, 4, XidPrefix(f.gpu) +
-                             "64, pid='<unknown>', name=<unknown>, Row Remapper: Failed to mark row "
-                             "(0x0000000000b2d7f0) for remapping.");
+      Kmsg(t, 4,
+           XidPrefix(f.gpu) + "48" + pid +
+               "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at "
+               "partition 2, subpartition 0.");
+      Kmsg(t + 0.001, 4,
+           XidPrefix(f.gpu) +
+               "64, pid='<unknown>', name=<unknown>, Row Remapper: Failed to mark row "
+               "(0x0000000000b2d7f0) for remapping.");
       state_.job_running = false;
       break;
     case NodeFaultKind::kSramUncorrectable:
@@ -190,9 +196,9 @@ void NodeModel::StartFault(const NodeFault& f, double t) {
       state_.job_running = false;
       break;
     case NodeFaultKind::kGspTimeout:
-      Kmsg(t, 4, XidPrefix(f.gpu) + "119" + pid +
-                     "Timeout after 6s of waiting for RPC response from GPU" + std::to_string(f.gpu) +
-                     " GSP! Expected function 76 (GSP_RM_CONTROL) (0x20800a4c 0x4).");
+      Kmsg(t, 4,
+           XidPrefix(f.gpu) + "119" + pid + "Timeout after 6s of waiting for RPC response from GPU" +
+               std::to_string(f.gpu) + " GSP! Expected function 76 (GSP_RM_CONTROL) (0x20800a4c 0x4).");
       state_.job_running = false;
       break;
     case NodeFaultKind::kFallOffBus: {
@@ -207,9 +213,10 @@ void NodeModel::StartFault(const NodeFault& f, double t) {
       break;
     }
     case NodeFaultKind::kDriverMismatch:
-      Kmsg(t, 3, "NVRM: API mismatch: the client has the version 550.54.15, but this kernel module has the version "
-                 "535.161.08.  Please make sure that this kernel module and all NVIDIA driver components have the "
-                 "same version.");
+      Kmsg(t, 3,
+           "NVRM: API mismatch: the client has the version 550.54.15, but this kernel module has the version "
+           "535.161.08.  Please make sure that this kernel module and all NVIDIA driver components have the "
+           "same version.");
       state_.job_running = false;
       break;
     case NodeFaultKind::kUserXid: {
@@ -218,8 +225,9 @@ void NodeModel::StartFault(const NodeFault& f, double t) {
       for (int i = 0; i < std::max(1, f.count); ++i) {
         std::string body;
         if (f.xid == 31) {
-          body = "31" + who + "Ch 00000008, intr 00000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ "
-                             "0x7f3a_12340000. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ";
+          body = "31" + who +
+                 "Ch 00000008, intr 00000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ "
+                 "0x7f3a_12340000. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ";
         } else if (f.xid == 43) {
           body = "43" + who + "Ch 00000010";
         } else {
@@ -231,14 +239,16 @@ void NodeModel::StartFault(const NodeFault& f, double t) {
       break;
     }
     case NodeFaultKind::kSegfault:
-      Kmsg(t, 6, "python3[" + std::to_string(43000 + static_cast<int>(t)) +
-                     "]: segfault at 0 ip 00007f3a1c2b4e10 sp 00007ffd2a3b1c80 error 4 in libdataloader.so[7f3a1c200000+"
-                     "120000]");
+      Kmsg(t, 6,
+           "python3[" + std::to_string(43000 + static_cast<int>(t)) +
+               "]: segfault at 0 ip 00007f3a1c2b4e10 sp 00007ffd2a3b1c80 error 4 in libdataloader.so[7f3a1c200000+"
+               "120000]");
       break;
     case NodeFaultKind::kHostMce:
       Kmsg(t, 2, "mce: [Hardware Error]: Machine check events logged");
-      Kmsg(t, 2, "EDAC MC0: 1 UE memory read error on CPU_SrcID#0_Ha#0_Chan#1_DIMM#0 (channel:1 slot:0 "
-                 "page:0x12345 offset:0x0 grain:32 - OVERFLOW err_code:0x0000:0x0090)");
+      Kmsg(t, 2,
+           "EDAC MC0: 1 UE memory read error on CPU_SrcID#0_Ha#0_Chan#1_DIMM#0 (channel:1 slot:0 "
+           "page:0x12345 offset:0x0 grain:32 - OVERFLOW err_code:0x0000:0x0090)");
       state_.job_running = false;
       break;
     case NodeFaultKind::kNvswitchFatal: {
@@ -248,9 +258,11 @@ void NodeModel::StartFault(const NodeFault& f, double t) {
       Kmsg(t, 3, at + "24007, Severity 1 Engine instance 44 Sub-engine instance 00");
       Kmsg(t, 3, at + "24007, Data {0x00000000, 0x00000000, 0x00000001, 0x00000000}");
       for (size_t g = 0; g < state_.gpus.size(); ++g) {
-        Kmsg(t + 0.01, 4, XidPrefix(static_cast<int>(g)) + "74, pid='<unknown>', name=<unknown>, NVLink: fatal error "
-                                                            "detected on link " +
-                              std::to_string(f.nvswitch) + "(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)");
+        Kmsg(t + 0.01, 4,
+             XidPrefix(static_cast<int>(g)) +
+                 "74, pid='<unknown>', name=<unknown>, NVLink: fatal error "
+                 "detected on link " +
+                 std::to_string(f.nvswitch) + "(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)");
       }
       state_.job_running = false;
       break;
@@ -258,8 +270,10 @@ void NodeModel::StartFault(const NodeFault& f, double t) {
     case NodeFaultKind::kIbDown: {
       if (f.hca < 0 || static_cast<size_t>(f.hca) >= state_.ib.size()) break;
       ++state_.ib[f.hca].link_downed;
-      Kmsg(t, 4, "mlx5_core " + layout_.hca_bdfs[f.hca] + ": mlx5_port_module_event:1145:(pid 0): Port module "
-                                                         "event: module 1, Cable unplugged");
+      Kmsg(t, 4,
+           "mlx5_core " + layout_.hca_bdfs[f.hca] +
+               ": mlx5_port_module_event:1145:(pid 0): Port module "
+               "event: module 1, Cable unplugged");
       break;
     }
     case NodeFaultKind::kNicAer:
@@ -292,8 +306,9 @@ void NodeModel::Noise(double t, double dt) {
   if (!state_.gpus.empty() && Poisson(n.user_xid_per_hour * dt / 3600.0) > 0) {
     std::uniform_int_distribution<int> pick(0, static_cast<int>(state_.gpus.size()) - 1);
     const int g = pick(rng_);
-    Kmsg(t, 4, XidPrefix(g) + "13, pid=" + std::to_string(60000 + static_cast<int>(t)) +
-                   ", name=python3, Graphics Exception: ESR 0x405840=0x4000000 0x405844=0x0 0x405848=0x0");
+    Kmsg(t, 4,
+         XidPrefix(g) + "13, pid=" + std::to_string(60000 + static_cast<int>(t)) +
+             ", name=python3, Graphics Exception: ESR 0x405840=0x4000000 0x405844=0x0 0x405848=0x0");
   }
   const uint64_t aer = Poisson(n.aer_corrected_per_hour * dt / 3600.0);
   for (uint64_t i = 0; i < aer && !state_.gpu_pcie.empty(); ++i) {
@@ -375,8 +390,9 @@ void NodeModel::ApplyPower(double t) {
   }
   const bool over = state_.load_w > state_.capacity_w;
   if (over && !over_capacity_) {
-    Sel(t, "Power capacity exceeded: load " + std::to_string(static_cast<int>(state_.load_w)) + " W, capacity " +
-               std::to_string(static_cast<int>(state_.capacity_w)) + " W",
+    Sel(t,
+        "Power capacity exceeded: load " + std::to_string(static_cast<int>(state_.load_w)) + " W, capacity " +
+            std::to_string(static_cast<int>(state_.capacity_w)) + " W",
         "Power.1.0.PowerCapacityExceeded", "Power Unit", "Critical", "/redfish/v1/Chassis/HGX");
   }
   over_capacity_ = over;
@@ -393,7 +409,9 @@ void NodeModel::ApplyThermal(double t) {
     if (!Active(f, t)) continue;
     const double r = Ramp(f, t);
     switch (f.kind) {
-      case NodeFaultKind::kInletHigh: state_.inlet_c = n.inlet_c + (f.value - n.inlet_c) * r; break;
+      case NodeFaultKind::kInletHigh:
+        state_.inlet_c = n.inlet_c + (f.value - n.inlet_c) * r;
+        break;
       case NodeFaultKind::kFanFail:
         if (f.fan >= 1 && static_cast<size_t>(f.fan) <= state_.fans.size()) state_.fans[f.fan - 1] = {"Critical", 0};
         break;
@@ -408,7 +426,8 @@ void NodeModel::ApplyThermal(double t) {
       case NodeFaultKind::kGpuCooling:
         if (f.gpu >= 0 && static_cast<size_t>(f.gpu) < gpu_extra_c_.size()) gpu_extra_c_[f.gpu] = f.value * r;
         break;
-      default: break;
+      default:
+        break;
     }
   }
   int failed_fans = 0;
@@ -534,7 +553,8 @@ void NodeModel::ApplyContinuous(double t, double dt) {
           state_.ib[f.hca].phys_state = 3;  // Disabled
         }
         break;
-      default: break;
+      default:
+        break;
     }
   }
 }
@@ -556,13 +576,26 @@ void NodeModel::ApplyWorkload(double t, double dt) {
   for (const NodeFault& f : scenario_.faults) {
     if (!Active(f, t)) continue;
     switch (f.kind) {
-      case NodeFaultKind::kPcieReplay: fabric = std::max(fabric, f.value >= 100 ? 1.25 : 1.05); break;
-      case NodeFaultKind::kNvlinkCrc: fabric = std::max(fabric, f.value >= 100 ? 1.3 : 1.1); break;
-      case NodeFaultKind::kNvlinkDown: fabric = std::max(fabric, 1.35); break;
-      case NodeFaultKind::kIbErrors: fabric = std::max(fabric, f.value >= 60 ? 1.25 : 1.05); break;
-      case NodeFaultKind::kIbDown: fabric = std::max(fabric, 1.4); break;
-      case NodeFaultKind::kStraggler: straggle_ = std::max(straggle_, 1 + (f.value - 1) * Ramp(f, t)); break;
-      default: break;
+      case NodeFaultKind::kPcieReplay:
+        fabric = std::max(fabric, f.value >= 100 ? 1.25 : 1.05);
+        break;
+      case NodeFaultKind::kNvlinkCrc:
+        fabric = std::max(fabric, f.value >= 100 ? 1.3 : 1.1);
+        break;
+      case NodeFaultKind::kNvlinkDown:
+        fabric = std::max(fabric, 1.35);
+        break;
+      case NodeFaultKind::kIbErrors:
+        fabric = std::max(fabric, f.value >= 60 ? 1.25 : 1.05);
+        break;
+      case NodeFaultKind::kIbDown:
+        fabric = std::max(fabric, 1.4);
+        break;
+      case NodeFaultKind::kStraggler:
+        straggle_ = std::max(straggle_, 1 + (f.value - 1) * Ramp(f, t));
+        break;
+      default:
+        break;
     }
   }
   std::normal_distribution<double> jitter(1.0, scenario_.noise.step_jitter);

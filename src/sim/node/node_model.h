@@ -75,11 +75,11 @@ struct SimKmsg {
 struct SimSel {
   double t = 0;
   std::string message;
-  std::string message_id;  // Redfish registry id, "" when none
-  std::string sensor_type; // "Power Supply", "Fan", "Temperature", ...
+  std::string message_id;   // Redfish registry id, "" when none
+  std::string sensor_type;  // "Power Supply", "Fan", "Temperature", ...
   std::string severity = "Warning";
   std::string entry_code = "Assert";
-  std::string origin;      // OriginOfCondition: the resource the entry is about
+  std::string origin;  // OriginOfCondition: the resource the entry is about
 };
 
 struct SimIbPort {
@@ -105,9 +105,9 @@ struct NodeState {
   double load_w = 0;      // what the node draws
   double capacity_w = 0;  // what the working PSUs can deliver
   bool power_brake = false;
-  std::vector<SimIbPort> ib;           // per HCA
-  std::vector<SimPcieLink> gpu_pcie;   // per GPU (endpoint side; the upstream port mirrors it)
-  std::vector<SimPcieLink> nic_pcie;   // Ethernet NICs
+  std::vector<SimIbPort> ib;          // per HCA
+  std::vector<SimPcieLink> gpu_pcie;  // per GPU (endpoint side; the upstream port mirrors it)
+  std::vector<SimPcieLink> nic_pcie;  // Ethernet NICs
   bool job_running = true;
   double step_time_s = 1.0;
 };

@@ -25,44 +25,76 @@ struct KindName {
   std::string_view name;
 };
 constexpr std::array<KindName, 32> kKinds{{
-    {NodeFaultKind::kPsuFail, "psu_fail"}, {NodeFaultKind::kPsuDegrade, "psu_degrade"},
-    {NodeFaultKind::kFeedLoss, "feed_loss"}, {NodeFaultKind::kInputSag, "input_sag"},
-    {NodeFaultKind::kPowerLoad, "power_load"}, {NodeFaultKind::kInletHigh, "inlet_high"},
-    {NodeFaultKind::kFanFail, "fan_fail"}, {NodeFaultKind::kPumpFail, "pump_fail"},
-    {NodeFaultKind::kCoolantLeak, "coolant_leak"}, {NodeFaultKind::kGpuCooling, "gpu_cooling"},
-    {NodeFaultKind::kSbeStorm, "sbe_storm"}, {NodeFaultKind::kDbe, "dbe"},
-    {NodeFaultKind::kRemapFailure, "remap_failure"}, {NodeFaultKind::kSramUncorrectable, "sram_uncorrectable"},
-    {NodeFaultKind::kGspTimeout, "gsp_timeout"}, {NodeFaultKind::kFallOffBus, "fall_off_bus"},
-    {NodeFaultKind::kDriverMismatch, "driver_mismatch"}, {NodeFaultKind::kUserXid, "user_xid"},
-    {NodeFaultKind::kSegfault, "segfault"}, {NodeFaultKind::kHostMce, "host_mce"},
-    {NodeFaultKind::kPcieDowntrain, "pcie_downtrain"}, {NodeFaultKind::kPcieReplay, "pcie_replay"},
-    {NodeFaultKind::kNicAer, "nic_aer"}, {NodeFaultKind::kNvlinkCrc, "nvlink_crc"},
-    {NodeFaultKind::kNvlinkDown, "nvlink_down"}, {NodeFaultKind::kNvswitchFatal, "nvswitch_fatal"},
-    {NodeFaultKind::kIbErrors, "ib_errors"}, {NodeFaultKind::kIbDown, "ib_down"},
-    {NodeFaultKind::kStraggler, "straggler"}, {NodeFaultKind::kJobStop, "job_stop"},
-    {NodeFaultKind::kKmsg, "kmsg"}, {NodeFaultKind::kSel, "sel"},
+    {NodeFaultKind::kPsuFail, "psu_fail"},
+    {NodeFaultKind::kPsuDegrade, "psu_degrade"},
+    {NodeFaultKind::kFeedLoss, "feed_loss"},
+    {NodeFaultKind::kInputSag, "input_sag"},
+    {NodeFaultKind::kPowerLoad, "power_load"},
+    {NodeFaultKind::kInletHigh, "inlet_high"},
+    {NodeFaultKind::kFanFail, "fan_fail"},
+    {NodeFaultKind::kPumpFail, "pump_fail"},
+    {NodeFaultKind::kCoolantLeak, "coolant_leak"},
+    {NodeFaultKind::kGpuCooling, "gpu_cooling"},
+    {NodeFaultKind::kSbeStorm, "sbe_storm"},
+    {NodeFaultKind::kDbe, "dbe"},
+    {NodeFaultKind::kRemapFailure, "remap_failure"},
+    {NodeFaultKind::kSramUncorrectable, "sram_uncorrectable"},
+    {NodeFaultKind::kGspTimeout, "gsp_timeout"},
+    {NodeFaultKind::kFallOffBus, "fall_off_bus"},
+    {NodeFaultKind::kDriverMismatch, "driver_mismatch"},
+    {NodeFaultKind::kUserXid, "user_xid"},
+    {NodeFaultKind::kSegfault, "segfault"},
+    {NodeFaultKind::kHostMce, "host_mce"},
+    {NodeFaultKind::kPcieDowntrain, "pcie_downtrain"},
+    {NodeFaultKind::kPcieReplay, "pcie_replay"},
+    {NodeFaultKind::kNicAer, "nic_aer"},
+    {NodeFaultKind::kNvlinkCrc, "nvlink_crc"},
+    {NodeFaultKind::kNvlinkDown, "nvlink_down"},
+    {NodeFaultKind::kNvswitchFatal, "nvswitch_fatal"},
+    {NodeFaultKind::kIbErrors, "ib_errors"},
+    {NodeFaultKind::kIbDown, "ib_down"},
+    {NodeFaultKind::kStraggler, "straggler"},
+    {NodeFaultKind::kJobStop, "job_stop"},
+    {NodeFaultKind::kKmsg, "kmsg"},
+    {NodeFaultKind::kSel, "sel"},
 }};
 
 // Which parameters each kind requires (beyond `at`); anything else in the fault is
 // still allowed if it is a known parameter name, so files can carry e.g. `until`.
 const std::map<NodeFaultKind, std::vector<std::string_view>>& RequiredParams() {
   static const auto* required = new std::map<NodeFaultKind, std::vector<std::string_view>>{
-      {NodeFaultKind::kPsuFail, {"psu"}},          {NodeFaultKind::kPsuDegrade, {"psu"}},
-      {NodeFaultKind::kFeedLoss, {"psus"}},        {NodeFaultKind::kInputSag, {"psus", "value"}},
-      {NodeFaultKind::kPowerLoad, {"value"}},      {NodeFaultKind::kInletHigh, {"value"}},
-      {NodeFaultKind::kFanFail, {"fan"}},          {NodeFaultKind::kPumpFail, {}},
-      {NodeFaultKind::kCoolantLeak, {}},           {NodeFaultKind::kGpuCooling, {"gpu", "value"}},
-      {NodeFaultKind::kSbeStorm, {"gpu", "value"}}, {NodeFaultKind::kDbe, {"gpu"}},
-      {NodeFaultKind::kRemapFailure, {"gpu"}},     {NodeFaultKind::kSramUncorrectable, {"gpu"}},
-      {NodeFaultKind::kGspTimeout, {"gpu"}},       {NodeFaultKind::kFallOffBus, {"gpu"}},
-      {NodeFaultKind::kDriverMismatch, {}},        {NodeFaultKind::kUserXid, {"gpu"}},
-      {NodeFaultKind::kSegfault, {}},              {NodeFaultKind::kHostMce, {}},
-      {NodeFaultKind::kPcieDowntrain, {"gpu"}},    {NodeFaultKind::kPcieReplay, {"gpu", "value"}},
-      {NodeFaultKind::kNicAer, {"nic", "value"}},  {NodeFaultKind::kNvlinkCrc, {"gpu", "link", "value"}},
-      {NodeFaultKind::kNvlinkDown, {"gpu", "link"}}, {NodeFaultKind::kNvswitchFatal, {"nvswitch"}},
-      {NodeFaultKind::kIbErrors, {"hca", "value"}}, {NodeFaultKind::kIbDown, {"hca"}},
-      {NodeFaultKind::kStraggler, {"value"}},      {NodeFaultKind::kJobStop, {}},
-      {NodeFaultKind::kKmsg, {"text"}},            {NodeFaultKind::kSel, {"text"}},
+      {NodeFaultKind::kPsuFail, {"psu"}},
+      {NodeFaultKind::kPsuDegrade, {"psu"}},
+      {NodeFaultKind::kFeedLoss, {"psus"}},
+      {NodeFaultKind::kInputSag, {"psus", "value"}},
+      {NodeFaultKind::kPowerLoad, {"value"}},
+      {NodeFaultKind::kInletHigh, {"value"}},
+      {NodeFaultKind::kFanFail, {"fan"}},
+      {NodeFaultKind::kPumpFail, {}},
+      {NodeFaultKind::kCoolantLeak, {}},
+      {NodeFaultKind::kGpuCooling, {"gpu", "value"}},
+      {NodeFaultKind::kSbeStorm, {"gpu", "value"}},
+      {NodeFaultKind::kDbe, {"gpu"}},
+      {NodeFaultKind::kRemapFailure, {"gpu"}},
+      {NodeFaultKind::kSramUncorrectable, {"gpu"}},
+      {NodeFaultKind::kGspTimeout, {"gpu"}},
+      {NodeFaultKind::kFallOffBus, {"gpu"}},
+      {NodeFaultKind::kDriverMismatch, {}},
+      {NodeFaultKind::kUserXid, {"gpu"}},
+      {NodeFaultKind::kSegfault, {}},
+      {NodeFaultKind::kHostMce, {}},
+      {NodeFaultKind::kPcieDowntrain, {"gpu"}},
+      {NodeFaultKind::kPcieReplay, {"gpu", "value"}},
+      {NodeFaultKind::kNicAer, {"nic", "value"}},
+      {NodeFaultKind::kNvlinkCrc, {"gpu", "link", "value"}},
+      {NodeFaultKind::kNvlinkDown, {"gpu", "link"}},
+      {NodeFaultKind::kNvswitchFatal, {"nvswitch"}},
+      {NodeFaultKind::kIbErrors, {"hca", "value"}},
+      {NodeFaultKind::kIbDown, {"hca"}},
+      {NodeFaultKind::kStraggler, {"value"}},
+      {NodeFaultKind::kJobStop, {}},
+      {NodeFaultKind::kKmsg, {"text"}},
+      {NodeFaultKind::kSel, {"text"}},
   };
   return *required;
 }
@@ -124,7 +156,8 @@ Status ReadString(const Json& j, const char* key, const std::string& where, size
 Status ReadIntList(const Json& j, const char* key, const std::string& where, int hi, std::vector<int>& out) {
   auto it = j.find(key);
   if (it == j.end()) return Status::Ok();
-  if (!it->is_array() || it->empty() || it->size() > 64) return Bad(where + "." + key, "expected a list of 1-64 integers");
+  if (!it->is_array() || it->empty() || it->size() > 64)
+    return Bad(where + "." + key, "expected a list of 1-64 integers");
   for (const Json& v : *it) {
     if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > hi) {
       return Bad(where + "." + key, "expected integers in [0, " + std::to_string(hi) + "]");
@@ -134,15 +167,16 @@ Status ReadIntList(const Json& j, const char* key, const std::string& where, int
   return Status::Ok();
 }
 
-#define FL_TRY(expr)               \
-  do {                             \
+#define FL_TRY(expr)                             \
+  do {                                           \
     if (Status s_ = (expr); !s_.ok()) return s_; \
   } while (0)
 
 Status ParseNode(const Json& j, NodeSpec& n) {
   const std::string w = "node";
-  FL_TRY(CheckKeys(j, w, {"gpus", "psus", "psu_capacity_w", "gpu_busy_w", "host_w", "fans", "bmc", "row_remap",
-                          "psu_alert_brakes", "inlet_c", "coolant_supply_c", "coolant_flow_lpm"}));
+  FL_TRY(CheckKeys(j, w,
+                   {"gpus", "psus", "psu_capacity_w", "gpu_busy_w", "host_w", "fans", "bmc", "row_remap",
+                    "psu_alert_brakes", "inlet_c", "coolant_supply_c", "coolant_flow_lpm"}));
   FL_TRY(ReadInt(j, "gpus", w, 1, 8, n.gpus));
   FL_TRY(ReadInt(j, "psus", w, 1, 12, n.psus));
   FL_TRY(ReadNumber(j, "psu_capacity_w", w, 100, 20000, n.psu_capacity_w));
@@ -164,8 +198,8 @@ Status ParseNoise(const Json& j, NoiseSpec& n) {
     if (!j.get<bool>()) n = NoiseSpec{0, 0, 0, 0, 0};
     return Status::Ok();
   }
-  FL_TRY(CheckKeys(j, w, {"sbe_per_gpu_hour", "user_xid_per_hour", "aer_corrected_per_hour", "temp_wander_c",
-                          "step_jitter"}));
+  FL_TRY(CheckKeys(
+      j, w, {"sbe_per_gpu_hour", "user_xid_per_hour", "aer_corrected_per_hour", "temp_wander_c", "step_jitter"}));
   FL_TRY(ReadNumber(j, "sbe_per_gpu_hour", w, 0, 100000, n.sbe_per_gpu_hour));
   FL_TRY(ReadNumber(j, "user_xid_per_hour", w, 0, 3600, n.user_xid_per_hour));
   FL_TRY(ReadNumber(j, "aer_corrected_per_hour", w, 0, 100000, n.aer_corrected_per_hour));
@@ -217,9 +251,9 @@ Status ParseTruth(const Json& j, Truth& t) {
 
 Status ParseFault(const Json& j, size_t index, const NodeSpec& node, NodeFault& f) {
   const std::string w = "faults[" + std::to_string(index) + "]";
-  FL_TRY(CheckKeys(j, w, {"at", "until", "fault", "gpu", "gpus", "link", "psu", "psus", "fan", "nvswitch", "hca",
-                          "nic", "value", "ramp_s", "count", "every_s", "xid", "width", "speed_gts", "text",
-                          "severity"}));
+  FL_TRY(CheckKeys(
+      j, w, {"at",  "until", "fault",  "gpu",   "gpus",    "link", "psu",   "psus",      "fan",  "nvswitch", "hca",
+             "nic", "value", "ramp_s", "count", "every_s", "xid",  "width", "speed_gts", "text", "severity"}));
   std::string kind;
   FL_TRY(ReadString(j, "fault", w, 64, kind));
   auto k = ParseNodeFaultKind(kind);
@@ -268,8 +302,8 @@ Status ParseFault(const Json& j, size_t index, const NodeSpec& node, NodeFault& 
 }
 
 Status ParseTop(const Json& j, NodeScenario& sc) {
-  FL_TRY(CheckKeys(j, "scenario", {"name", "description", "duration_s", "seed", "node", "noise", "workload",
-                                   "truth", "faults"}));
+  FL_TRY(CheckKeys(j, "scenario",
+                   {"name", "description", "duration_s", "seed", "node", "noise", "workload", "truth", "faults"}));
   FL_TRY(ReadString(j, "name", "scenario", 128, sc.name));
   if (sc.name.empty()) return Bad("scenario.name", "missing");
   FL_TRY(ReadString(j, "description", "scenario", 4096, sc.description));

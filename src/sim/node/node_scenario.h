@@ -20,15 +20,15 @@ namespace faultline::sim {
 
 // The node under simulation: an HGX-like 8-GPU box unless told otherwise.
 struct NodeSpec {
-  int gpus = 8;                 // 1..8 (the fake PCIe tree holds 8)
-  int psus = 6;                 // power supplies installed
-  double psu_capacity_w = 3300; // each
-  double gpu_busy_w = 700;      // per GPU under a training load
-  double host_w = 4600;         // CPUs, NICs, NVSwitches, fans, drives
+  int gpus = 8;                  // 1..8 (the fake PCIe tree holds 8)
+  int psus = 6;                  // power supplies installed
+  double psu_capacity_w = 3300;  // each
+  double gpu_busy_w = 700;       // per GPU under a training load
+  double host_w = 4600;          // CPUs, NICs, NVSwitches, fans, drives
   int fans = 6;
-  bool bmc = true;              // false: no Redfish source (out-of-band blind)
-  bool row_remap = true;        // Ampere and later; false = page retirement
-  bool psu_alert_brakes = true; // a PSU in predictive-failure alert asserts PWRBRK (board option)
+  bool bmc = true;               // false: no Redfish source (out-of-band blind)
+  bool row_remap = true;         // Ampere and later; false = page retirement
+  bool psu_alert_brakes = true;  // a PSU in predictive-failure alert asserts PWRBRK (board option)
   double inlet_c = 24;
   double coolant_supply_c = 32;
   double coolant_flow_lpm = 60;
@@ -44,8 +44,8 @@ struct NoiseSpec {
 };
 
 struct WorkloadSpec {
-  bool enabled = true;    // a training job reporting its step times
-  double step_s = 1.0;    // healthy step time
+  bool enabled = true;  // a training job reporting its step times
+  double step_s = 1.0;  // healthy step time
   std::string job = "llm-pretrain";
 };
 
@@ -61,12 +61,38 @@ struct Truth {
 };
 
 enum class NodeFaultKind {
-  kPsuFail, kPsuDegrade, kFeedLoss, kInputSag, kPowerLoad,
-  kInletHigh, kFanFail, kPumpFail, kCoolantLeak, kGpuCooling,
-  kSbeStorm, kDbe, kRemapFailure, kSramUncorrectable, kGspTimeout, kFallOffBus, kDriverMismatch,
-  kUserXid, kSegfault, kHostMce,
-  kPcieDowntrain, kPcieReplay, kNicAer, kNvlinkCrc, kNvlinkDown, kNvswitchFatal, kIbErrors, kIbDown,
-  kStraggler, kJobStop, kKmsg, kSel,
+  kPsuFail,
+  kPsuDegrade,
+  kFeedLoss,
+  kInputSag,
+  kPowerLoad,
+  kInletHigh,
+  kFanFail,
+  kPumpFail,
+  kCoolantLeak,
+  kGpuCooling,
+  kSbeStorm,
+  kDbe,
+  kRemapFailure,
+  kSramUncorrectable,
+  kGspTimeout,
+  kFallOffBus,
+  kDriverMismatch,
+  kUserXid,
+  kSegfault,
+  kHostMce,
+  kPcieDowntrain,
+  kPcieReplay,
+  kNicAer,
+  kNvlinkCrc,
+  kNvlinkDown,
+  kNvswitchFatal,
+  kIbErrors,
+  kIbDown,
+  kStraggler,
+  kJobStop,
+  kKmsg,
+  kSel,
 };
 
 struct NodeFault {
@@ -82,9 +108,9 @@ struct NodeFault {
   int count = 1;       // repeated events (user_xid)
   double every_s = 0;  // spacing of repeated events
   int xid = 13;
-  int width = 0;       // pcie_downtrain
+  int width = 0;  // pcie_downtrain
   double speed_gts = 0;
-  std::string text;    // kmsg / sel message
+  std::string text;  // kmsg / sel message
   std::string severity = "Warning";
 };
 

@@ -67,12 +67,15 @@ Json GpuJson(const SimGpu& g, int index, const NodeLayout& layout, bool row_rema
   j["power"] = {{"usage_mw", static_cast<uint32_t>(g.power_w * 1000)}, {"limit_mw", 700000}};
   j["clocks"] = {{"sm", static_cast<uint32_t>(g.clock_sm)}, {"mem", static_cast<uint32_t>(g.clock_mem)}};
   j["clock_event_reasons"] = g.reasons;
-  j["pcie"] = {{"replay", g.pcie_replay}, {"gen", g.pcie_gen}, {"max_gen", 5}, {"width", g.pcie_width},
-               {"max_width", 16}};
+  j["pcie"] = {
+      {"replay", g.pcie_replay}, {"gen", g.pcie_gen}, {"max_gen", 5}, {"width", g.pcie_width}, {"max_width", 16}};
   Json links = Json::array();
   for (const SimLink& l : g.links) {
-    links.push_back({{"active", l.active}, {"crc_flit", l.crc_flit}, {"crc_data", l.crc_data},
-                     {"replay", l.replay}, {"recovery", l.recovery}});
+    links.push_back({{"active", l.active},
+                     {"crc_flit", l.crc_flit},
+                     {"crc_data", l.crc_data},
+                     {"replay", l.replay},
+                     {"recovery", l.recovery}});
   }
   j["nvlink"] = std::move(links);
   if (g.lost) j["lost"] = "GPU_IS_LOST";
@@ -151,7 +154,9 @@ Status SimNode::Init() {
 
   if (scenario_.node.bmc) {
     fs::remove_all(bmc_dir_, ec);
-    if (Status s = WriteBmcTree(bmc_dir_, model_->state(), scenario_.node.psu_capacity_w, options_.time.Utc(0)); !s.ok()) return s;
+    if (Status s = WriteBmcTree(bmc_dir_, model_->state(), scenario_.node.psu_capacity_w, options_.time.Utc(0));
+        !s.ok())
+      return s;
     MockBmcOptions o;
     o.mockup_dir = bmc_dir_;
     o.worker_threads = 4;

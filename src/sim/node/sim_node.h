@@ -64,7 +64,7 @@ class SimNode {
   const std::string& nvml_state_path() const { return nvml_path_; }
   const std::string& sysfs_root() const { return sysfs_root_; }
   const std::string& workload_path() const { return workload_path_; }
-  std::string bmc_url() const;     // "" when the node has no BMC
+  std::string bmc_url() const;  // "" when the node has no BMC
   std::string bmc_ca_file() const;
   std::string bmc_user() const { return "admin"; }
   const std::string& bmc_password_file() const { return password_path_; }

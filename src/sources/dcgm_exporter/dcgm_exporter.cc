@@ -16,8 +16,8 @@ Result<std::string> ReadScrapeFile(const std::string& path, size_t max_bytes) {
     in.read(buf, sizeof buf);
     const auto n = static_cast<size_t>(in.gcount());
     if (data.size() + n > max_bytes) {
-      return Status(StatusCode::kCorrupt, "scrape file " + path + " is larger than " + std::to_string(max_bytes) +
-                                              " bytes");
+      return Status(StatusCode::kCorrupt,
+                    "scrape file " + path + " is larger than " + std::to_string(max_bytes) + " bytes");
     }
     data.append(buf, n);
   }

@@ -21,11 +21,11 @@
 namespace faultline {
 
 struct DcgmExporterOptions {
-  std::string url;   // e.g. "http://127.0.0.1:9400/metrics"; exactly one of url / file
-  std::string file;  // a saved scrape (curl -s host:9400/metrics > file)
-  std::string node;  // node name; empty = the series' Hostname label
-  HttpGetOptions http;         // timeout 5 s, connect 2 s, body cap 16 MiB, TLS verify on
-  PromParseOptions parse;      // parser caps (see prometheus.h)
+  std::string url;                    // e.g. "http://127.0.0.1:9400/metrics"; exactly one of url / file
+  std::string file;                   // a saved scrape (curl -s host:9400/metrics > file)
+  std::string node;                   // node name; empty = the series' Hostname label
+  HttpGetOptions http;                // timeout 5 s, connect 2 s, body cap 16 MiB, TLS verify on
+  PromParseOptions parse;             // parser caps (see prometheus.h)
   size_t max_file_bytes = 16u << 20;  // same cap as an HTTP body
 };
 

@@ -20,7 +20,7 @@ struct DcgmField {
   DcgmFieldRole role;
   ObsKind kind;
   Layer layer;
-  std::string_view attr_key;    // one fixed attribute for the observation ("" = none)
+  std::string_view attr_key;  // one fixed attribute for the observation ("" = none)
   std::string_view attr_value;
 };
 

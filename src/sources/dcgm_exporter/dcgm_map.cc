@@ -80,11 +80,20 @@ std::string ComponentName(const GpuIdentity& id) {
 
 void RecordLimit(const DcgmField& f, double v, GpuLimits& limits) {
   switch (f.role) {
-    case DcgmFieldRole::kMaxPcieGen: limits.max_pcie_gen = v; break;
-    case DcgmFieldRole::kMaxPcieWidth: limits.max_pcie_width = v; break;
-    case DcgmFieldRole::kGpuMaxOpTemp: limits.gpu_max_op_temp = v; break;
-    case DcgmFieldRole::kMemMaxOpTemp: limits.mem_slowdown_temp = v; break;
-    case DcgmFieldRole::kObservation: break;
+    case DcgmFieldRole::kMaxPcieGen:
+      limits.max_pcie_gen = v;
+      break;
+    case DcgmFieldRole::kMaxPcieWidth:
+      limits.max_pcie_width = v;
+      break;
+    case DcgmFieldRole::kGpuMaxOpTemp:
+      limits.gpu_max_op_temp = v;
+      break;
+    case DcgmFieldRole::kMemMaxOpTemp:
+      limits.mem_slowdown_temp = v;
+      break;
+    case DcgmFieldRole::kObservation:
+      break;
   }
 }
 
@@ -202,7 +211,8 @@ DcgmMapResult MapDcgmScrape(const PromScrape& scrape, int64_t scrape_time_ns, co
         RecordLimit(*field, s.value, gpus.limits[*gpu]);
       }
     } else {
-      out.warnings.push_back("line " + std::to_string(s.line) + ": " + s.name + " has no gpu, UUID or pci_bus_id label");
+      out.warnings.push_back("line " + std::to_string(s.line) + ": " + s.name +
+                             " has no gpu, UUID or pci_bus_id label");
     }
   }
   gpus.EmitIdentities(scrape_time_ns, out.observations);

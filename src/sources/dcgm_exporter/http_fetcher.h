@@ -12,11 +12,11 @@
 namespace faultline {
 
 struct HttpGetOptions {
-  int64_t timeout_ms = 5000;          // whole request, connect included
+  int64_t timeout_ms = 5000;  // whole request, connect included
   int64_t connect_timeout_ms = 2000;
-  size_t max_bytes = 16u << 20;       // body cap; a larger body fails with kCorrupt
-  bool verify_tls = true;             // peer and host name; only an explicit operator choice turns it off
-  std::string ca_file;                // extra CA bundle (PEM); empty = system store
+  size_t max_bytes = 16u << 20;  // body cap; a larger body fails with kCorrupt
+  bool verify_tls = true;        // peer and host name; only an explicit operator choice turns it off
+  std::string ca_file;           // extra CA bundle (PEM); empty = system store
 };
 
 class HttpFetcher {

@@ -11,8 +11,8 @@
 namespace faultline::ipmi {
 
 struct CommandOptions {
-  int64_t timeout_ms = 60'000;             // ipmitool over a slow BMC can take tens of seconds
-  size_t max_output_bytes = 64 << 20;      // a SEL holds at most a few thousand rows
+  int64_t timeout_ms = 60'000;         // ipmitool over a slow BMC can take tens of seconds
+  size_t max_output_bytes = 64 << 20;  // a SEL holds at most a few thousand rows
 };
 
 class CommandRunner {

@@ -26,10 +26,10 @@
 namespace faultline::ipmi {
 
 struct SelParseOptions {
-  std::string node;                  // Observation::node
-  size_t max_line_bytes = 4096;      // longer lines are rejected (hostile input)
-  size_t max_rows = 1'000'000;       // rows after this are dropped with one error
-  int64_t bmc_offset_ns = 0;         // BMC clock minus host clock, subtracted from times
+  std::string node;              // Observation::node
+  size_t max_line_bytes = 4096;  // longer lines are rejected (hostile input)
+  size_t max_rows = 1'000'000;   // rows after this are dropped with one error
+  int64_t bmc_offset_ns = 0;     // BMC clock minus host clock, subtracted from times
 };
 
 struct SelParseResult {

@@ -218,10 +218,20 @@ void KernelEventAssembler::EmitPcieEvent(const KernelEvent& ev, Observation& o, 
   }
   o.kind = ObsKind::kNicEvent;
   switch (ev.type) {
-    case KT::kMlx5SlotPower: o.attrs["event"] = "slot_power"; SetIf(o.attrs, "power", ev.detail); break;
-    case KT::kMlx5ModuleEvent: o.attrs["event"] = "module"; SetIf(o.attrs, "detail", ev.detail); break;
-    case KT::kMlx5LinkDown: o.attrs["event"] = "link_down"; break;
-    default: o.attrs["event"] = "link_up"; break;
+    case KT::kMlx5SlotPower:
+      o.attrs["event"] = "slot_power";
+      SetIf(o.attrs, "power", ev.detail);
+      break;
+    case KT::kMlx5ModuleEvent:
+      o.attrs["event"] = "module";
+      SetIf(o.attrs, "detail", ev.detail);
+      break;
+    case KT::kMlx5LinkDown:
+      o.attrs["event"] = "link_down";
+      break;
+    default:
+      o.attrs["event"] = "link_up";
+      break;
   }
   out.push_back(std::move(o));
 }

@@ -20,9 +20,9 @@
 namespace faultline {
 
 struct KernelEventsOptions {
-  std::string node;                    // node name put on every observation
-  std::optional<int64_t> boot_time_ns; // UTC of boot: turns monotonic time into UTC when set
-  size_t max_raw_bytes = 4096;         // evidence lines are cut to this many bytes
+  std::string node;                     // node name put on every observation
+  std::optional<int64_t> boot_time_ns;  // UTC of boot: turns monotonic time into UTC when set
+  size_t max_raw_bytes = 4096;          // evidence lines are cut to this many bytes
 };
 
 class KernelEventAssembler {
@@ -44,11 +44,11 @@ class KernelEventAssembler {
   void EmitHostEvent(const KernelEvent& ev, Observation& o, std::vector<Observation>& out);
 
   KernelEventsOptions options_;
-  std::optional<Observation> pending_;            // AER or SXid record still taking continuation lines
+  std::optional<Observation> pending_;                        // AER or SXid record still taking continuation lines
   std::unordered_map<std::string, std::string> aer_port_of_;  // source bdf -> reporting port bdf
-  std::string fell_off_bdf_;                      // from "The NVIDIA GPU <bdf>", awaiting its tail
+  std::string fell_off_bdf_;                                  // from "The NVIDIA GPU <bdf>", awaiting its tail
   int lines_since_header_ = 0;
-  std::string last_uuid_bdf_;                     // "GPU at PCI:" line, for the serial line after it
+  std::string last_uuid_bdf_;  // "GPU at PCI:" line, for the serial line after it
 };
 
 }  // namespace faultline

@@ -19,10 +19,10 @@ namespace {
 // Every kernel message the classifier recognizes contains one of these. Keep in step with
 // parse/kernel_line.cc; tests check that each classified sample passes the prefilter.
 constexpr std::string_view kTriggers[] = {
-    "NVRM", "SXid", "AER", "PCIe Bus Error", "error status/mask",
+    "NVRM",    "SXid",           "AER",       "PCIe Bus Error", "error status/mask",
     ":    [",  // AER error-bit lines: "<dev>:    [ 0] RxErr"
-    "mce: ", "EDAC ", "mlx5_core", "soft lockup", "blocked for more than", "segfault at", "traps: ",
-    "Killed process",
+    "mce: ",   "EDAC ",          "mlx5_core", "soft lockup",    "blocked for more than", "segfault at",
+    "traps: ", "Killed process",
 };
 
 // Newline count at memory speed: std::count is not vectorized at -O2, and counting lines
@@ -144,8 +144,8 @@ void KernelLogReader::ScanComplete(std::string_view data) {
   // One pass reports every trigger hit (end offsets, in order); each distinct line that
   // holds a hit is handled once, in input order.
   candidates_.clear();
-  hs_scan(hs_->db, data.data(), static_cast<unsigned int>(std::min<size_t>(data.size(), UINT32_MAX)), 0,
-          hs_->scratch, OnMatch, &candidates_);
+  hs_scan(hs_->db, data.data(), static_cast<unsigned int>(std::min<size_t>(data.size(), UINT32_MAX)), 0, hs_->scratch,
+          OnMatch, &candidates_);
   std::sort(candidates_.begin(), candidates_.end());
   size_t handled_end = 0;  // offset just past the last handled line
   for (size_t hit : candidates_) {
@@ -221,7 +221,7 @@ Status KernelLogReader::ReadFile(const std::string& path) {
   }
   if (!gz) {
     const int e = errno;
-    StatusCode code = e == ENOENT ? StatusCode::kNotFound
+    StatusCode code = e == ENOENT   ? StatusCode::kNotFound
                       : e == EACCES ? StatusCode::kPermissionDenied
                                     : StatusCode::kIoError;
     return Status(code, "cannot open " + path + (e ? std::string(": ") + std::strerror(e) : ""));

@@ -44,7 +44,7 @@ struct KernelLogStats {
   uint64_t truncated_lines = 0;
   uint64_t binary_lines = 0;
   uint64_t folded_duplicates = 0;
-  std::string host;               // first syslog host seen
+  std::string host;  // first syslog host seen
   std::vector<std::string> warnings;
 
   uint64_t unknown_lines() const { return lines - classified_lines; }
@@ -84,7 +84,7 @@ class KernelLogReader {
   KernelEventAssembler assembler_;
   ObservationDeduper deduper_;
   KernelLogStats stats_;
-  std::string carry_;          // incomplete last line of the previous chunk
+  std::string carry_;  // incomplete last line of the previous chunk
   bool cutting_long_line_ = false;
   std::vector<size_t> candidates_;
   std::vector<Observation> scratch_;

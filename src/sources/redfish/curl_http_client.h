@@ -9,10 +9,10 @@
 namespace faultline::redfish {
 
 struct CurlOptions {
-  std::string ca_file;                 // PEM bundle to trust instead of the system store (--ca)
-  bool insecure = false;               // skip certificate and host verification (--insecure)
+  std::string ca_file;    // PEM bundle to trust instead of the system store (--ca)
+  bool insecure = false;  // skip certificate and host verification (--insecure)
   int64_t connect_timeout_ms = 5'000;
-  size_t max_body_bytes = 32u << 20;   // BMC resources are KBs; a larger body is hostile
+  size_t max_body_bytes = 32u << 20;  // BMC resources are KBs; a larger body is hostile
 };
 
 class CurlHttpClient final : public HttpClient {

@@ -51,7 +51,8 @@ Result<int> EventStream::Connect() {
   HttpRequest req;
   std::string url = client_.Url(options_.sse_uri);
   const std::string filter = SseFilter(options_.filter_properties);
-  if (!filter.empty()) url += (url.find('?') == std::string::npos ? "?" : "&") + std::string("$filter=") + UrlEncode(filter);
+  if (!filter.empty())
+    url += (url.find('?') == std::string::npos ? "?" : "&") + std::string("$filter=") + UrlEncode(filter);
   req.url = url;
   req.headers = client_.AuthHeaders();
   req.headers.emplace_back("Accept", "text/event-stream");

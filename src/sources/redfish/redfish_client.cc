@@ -41,8 +41,7 @@ std::string RedfishClient::Url(const std::string& path) const {
 
 std::vector<std::pair<std::string, std::string>> RedfishClient::AuthHeaders() const {
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<std::pair<std::string, std::string>> h = {{"Accept", "application/json"},
-                                                        {"OData-Version", "4.0"}};
+  std::vector<std::pair<std::string, std::string>> h = {{"Accept", "application/json"}, {"OData-Version", "4.0"}};
   if (effective_auth_ == AuthMode::kSession && !token_.empty()) {
     h.emplace_back("X-Auth-Token", token_);
   } else if (effective_auth_ == AuthMode::kBasic && !options_.credentials.empty()) {
@@ -118,8 +117,8 @@ Status RedfishClient::CreateSession(int64_t deadline) {
   req.method = "POST";
   req.url = Url(kSessions);
   req.headers = {{"Content-Type", "application/json"}, {"Accept", "application/json"}};
-  req.body = nlohmann::json{{"UserName", options_.credentials.user}, {"Password", options_.credentials.password}}
-                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  req.body = nlohmann::json{{"UserName", options_.credentials.user}, {"Password", options_.credentials.password}}.dump(
+      -1, ' ', false, nlohmann::json::error_handler_t::replace);
   int64_t backoff_ms = options_.backoff_ms;
   for (int attempt = 0;; ++attempt) {
     Result<HttpResponse> r = SendOnce(req, deadline);

@@ -14,10 +14,9 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/clock.h"
 #include "sources/redfish/credentials.h"
@@ -28,14 +27,14 @@ namespace faultline::redfish {
 enum class AuthMode { kSession, kBasic, kNone };
 
 struct RedfishClientOptions {
-  std::string base_url;                // "https://bmc:443" (no trailing /redfish/v1)
+  std::string base_url;  // "https://bmc:443" (no trailing /redfish/v1)
   Credentials credentials;
   AuthMode auth = AuthMode::kSession;
-  int max_in_flight = 2;               // BMCs are slow and small: a few requests at most
+  int max_in_flight = 2;  // BMCs are slow and small: a few requests at most
   int64_t request_timeout_ms = 10'000;
-  int retries = 2;                     // extra attempts after the first
-  int64_t backoff_ms = 250;            // first back-off; doubles each retry
-  int session_retries = 3;             // 503 "session limit" attempts before Basic
+  int retries = 2;           // extra attempts after the first
+  int64_t backoff_ms = 250;  // first back-off; doubles each retry
+  int session_retries = 3;   // 503 "session limit" attempts before Basic
 };
 
 class RedfishClient {
@@ -59,7 +58,7 @@ class RedfishClient {
   HttpClient& http() { return http_; }
   const Clock& clock() const { return clock_; }
 
-  uint64_t requests() const;             // HTTP requests issued (retries included)
+  uint64_t requests() const;                // HTTP requests issued (retries included)
   std::vector<std::string> TakeWarnings();  // quirks and fallbacks since the last call
   AuthMode effective_auth() const;
   // Cancels in-flight and future requests (shutdown).

@@ -47,7 +47,8 @@ std::string LinkOf(const Json& j, const std::string& key) {
 bool IsCollection(const Json& j) {
   const std::string type = ResourceType(j);
   const std::string suffix = "Collection";
-  const bool named = type.size() >= suffix.size() && type.compare(type.size() - suffix.size(), suffix.size(), suffix) == 0;
+  const bool named =
+      type.size() >= suffix.size() && type.compare(type.size() - suffix.size(), suffix.size(), suffix) == 0;
   return j.is_object() && (named || j.contains("Members"));
 }
 
@@ -92,8 +93,8 @@ using Handler = std::function<void(const Json&, const MapContext&)>;
 struct Task {
   std::string path;
   MapContext ctx;
-  Handler handler;                 // null: the generic walk (Walk::Process)
-  std::optional<Json> inline_json; // an expanded member: no request needed
+  Handler handler;                  // null: the generic walk (Walk::Process)
+  std::optional<Json> inline_json;  // an expanded member: no request needed
 };
 
 // Entries read from one log during a sweep, filtered against its cursor at the end.
@@ -156,8 +157,8 @@ class Walk {
       size_t n = 0;
       for (const Json& m : *it) {
         if (++n > options_.max_members) {
-          Warn("collection truncated at " + std::to_string(options_.max_members) + " members: " +
-               StrField(j, "@odata.id"));
+          Warn("collection truncated at " + std::to_string(options_.max_members) +
+               " members: " + StrField(j, "@odata.id"));
           break;
         }
         std::string link = StrField(m, "@odata.id");
@@ -171,9 +172,9 @@ class Walk {
       }
     }
     std::string next = NextLink(j);
-    if (!next.empty()) Enqueue({next, ctx, [this, handler](const Json& page, const MapContext& c) {
-                                  Members(page, c, handler);
-                                }, std::nullopt});
+    if (!next.empty())
+      Enqueue({next, ctx, [this, handler](const Json& page, const MapContext& c) { Members(page, c, handler); },
+               std::nullopt});
   }
 
   void AddManager(const Json& j, int64_t host_ns) {
@@ -288,8 +289,8 @@ class Walk {
       std::lock_guard<std::mutex> lock(mu_);
       logs_[log].ctx = ctx;
     }
-    Enqueue({entries, ctx, [this, log](const Json& page, const MapContext& c) { LogPage(log, page, c, 1); },
-             std::nullopt});
+    Enqueue(
+        {entries, ctx, [this, log](const Json& page, const MapContext& c) { LogPage(log, page, c, 1); }, std::nullopt});
   }
 
   void LogPage(const std::string& log, const Json& page, const MapContext& ctx, size_t page_no) {
@@ -383,16 +384,20 @@ SweepResult RedfishCollector::Sweep(int64_t deadline) {
     // Phase 1: the service root and the managers, whose DateTime gives the clock
     // offset that every log entry time is corrected by.
     Walk walk(client_, options_, cursors_, deadline, result);
-    walk.Enqueue({"/redfish/v1", root_ctx, [&walk](const Json& j, const MapContext& ctx) {
+    walk.Enqueue({"/redfish/v1", root_ctx,
+                  [&walk](const Json& j, const MapContext& ctx) {
                     walk.Root(j);
                     std::string managers = LinkOf(j, "Managers");
                     if (managers.empty()) return;
-                    walk.Enqueue({managers, ctx, [&walk](const Json& coll, const MapContext& c) {
+                    walk.Enqueue({managers, ctx,
+                                  [&walk](const Json& coll, const MapContext& c) {
                                     walk.Members(coll, c, [&walk](const Json& m, const MapContext& mc) {
                                       walk.AddManager(m, mc.read_time_ns);
                                     });
-                                  }, std::nullopt});
-                  }, std::nullopt});
+                                  },
+                                  std::nullopt});
+                  },
+                  std::nullopt});
     walk.Run(workers);
     if (result.bmc_offset_ns) {
       root_ctx.bmc_offset_ns = *result.bmc_offset_ns;
@@ -405,12 +410,14 @@ SweepResult RedfishCollector::Sweep(int64_t deadline) {
       for (const Json& m : walk.managers()) {
         MapContext mc = root_ctx;
         const bool read_logs = options_.read_logs;
-        rest.Enqueue({StrField(m, "@odata.id"), mc, [&rest, read_logs](const Json& j, const MapContext& c) {
+        rest.Enqueue({StrField(m, "@odata.id"), mc,
+                      [&rest, read_logs](const Json& j, const MapContext& c) {
                         rest.Process(j, c);  // Manager Status/Conditions
                         if (std::string logs = LinkOf(j, "LogServices"); !logs.empty() && read_logs) {
                           rest.Enqueue({logs, c, nullptr, std::nullopt});
                         }
-                      }, m});
+                      },
+                      m});
       }
     }
     rest.Run(workers);

@@ -29,13 +29,13 @@
 namespace faultline::redfish {
 
 struct CollectorOptions {
-  std::string node;                // Observation::node
-  int workers = 0;                 // parallel requests in a sweep; 0 = the client's max_in_flight
+  std::string node;  // Observation::node
+  int workers = 0;   // parallel requests in a sweep; 0 = the client's max_in_flight
   bool read_logs = true;
-  bool read_sensors = true;        // Sensors/{id} (one request each)
-  size_t max_log_pages = 100;      // @odata.nextLink pages followed per log and sweep
-  size_t max_members = 10'000;     // members taken from one collection
-  size_t max_seen_ids = 100'000;   // non-numeric log ids remembered per log
+  bool read_sensors = true;       // Sensors/{id} (one request each)
+  size_t max_log_pages = 100;     // @odata.nextLink pages followed per log and sweep
+  size_t max_members = 10'000;    // members taken from one collection
+  size_t max_seen_ids = 100'000;  // non-numeric log ids remembered per log
 };
 
 struct SweepResult {

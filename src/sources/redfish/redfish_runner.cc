@@ -9,7 +9,9 @@ RedfishRunner::RedfishRunner(RedfishClient& client, RedfishCollector& collector,
 
 RedfishRunner::~RedfishRunner() { Stop(); }
 
-void RedfishRunner::Start() { sweeper_ = std::thread([this] { SweepLoop(); }); }
+void RedfishRunner::Start() {
+  sweeper_ = std::thread([this] { SweepLoop(); });
+}
 
 void RedfishRunner::Stop() {
   {

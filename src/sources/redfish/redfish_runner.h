@@ -21,7 +21,7 @@ struct RunnerOptions {
   int64_t interval_ms = 60'000;         // between sweep starts
   int64_t sweep_deadline_ms = 120'000;  // one sweep's budget (real BMCs take minutes)
   bool use_sse = true;
-  EventStreamOptions stream;            // sse_uri is filled from the first sweep
+  EventStreamOptions stream;  // sse_uri is filled from the first sweep
 };
 
 class RedfishRunner {

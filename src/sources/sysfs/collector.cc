@@ -205,7 +205,9 @@ void SysfsCollector::CollectLink(const PcieDevice& d, SysfsSample& s) const {
     auto cur = text.ok() ? ParseLinkSpeed(*text) : Result<double>(text.status());
     if (cur.ok()) {
       Observation o = Make(ref, ObsKind::kPcieLinkSpeed, *cur, path + ": " + FirstLine(*text), s.time_ns);
-      o.attrs = {{"max", Num(m.speed)}, {"device_max", Num(m.device_speed)}, {"gen", Num(PcieGenFromSpeed(*cur))},
+      o.attrs = {{"max", Num(m.speed)},
+                 {"device_max", Num(m.device_speed)},
+                 {"gen", Num(PcieGenFromSpeed(*cur))},
                  {"max_gen", Num(PcieGenFromSpeed(m.speed))}};
       s.observations.push_back(std::move(o));
     } else if (cur.status().code() != StatusCode::kUnsupported) {  // "Unknown": link down, width says so
@@ -244,7 +246,8 @@ void SysfsCollector::CollectAer(const PcieDevice& d, SysfsSample& s) const {
     for (const AerCounter& c : *counters) {
       const bool total = c.name.rfind("TOTAL_", 0) == 0;
       if (!total && c.value == 0 && options_.aer_nonzero_only) continue;
-      Observation o = Make(ref, ObsKind::kPcieAer, static_cast<double>(c.value), path + ": " + c.name + " " + std::to_string(c.value), s.time_ns);
+      Observation o = Make(ref, ObsKind::kPcieAer, static_cast<double>(c.value),
+                           path + ": " + c.name + " " + std::to_string(c.value), s.time_ns);
       o.attrs = {{"severity", severity}, {"error", c.name}};
       s.observations.push_back(std::move(o));
     }
@@ -320,7 +323,8 @@ void SysfsCollector::CollectIb(const IbPortInfo& p, SysfsSample& s) const {
     for (const IbCounterKind& c : kIbCounters) {
       if (file == c.file) kind = c.kind;
     }
-    Observation o = Make(ref, kind, static_cast<double>(*v), p.dir + "/counters/" + file + ": " + std::to_string(*v), s.time_ns);
+    Observation o =
+        Make(ref, kind, static_cast<double>(*v), p.dir + "/counters/" + file + ": " + std::to_string(*v), s.time_ns);
     o.attrs["counter"] = file;
     s.observations.push_back(std::move(o));
   }

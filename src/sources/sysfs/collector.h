@@ -27,9 +27,9 @@
 namespace faultline {
 
 struct SysfsOptions {
-  std::string node;            // node name put on every observation; default "" (unknown)
-  bool pcie = true;            // read /sys/bus/pci
-  bool infiniband = true;      // read /sys/class/infiniband
+  std::string node;        // node name put on every observation; default "" (unknown)
+  bool pcie = true;        // read /sys/bus/pci
+  bool infiniband = true;  // read /sys/class/infiniband
   // Emit per-error AER lines ("RxErr", "BadTLP", ...) only when non-zero; the TOTAL_*
   // lines are always emitted. Keeps a sample small (about 70 lines per device otherwise).
   bool aer_nonzero_only = true;
@@ -43,11 +43,11 @@ struct SysfsSample {
 
 // One discovered InfiniBand port (cached).
 struct IbPortInfo {
-  std::string device;        // "mlx5_0"
+  std::string device;  // "mlx5_0"
   int port = 1;
-  std::string dir;           // "/sys/class/infiniband/mlx5_0/ports/1"
-  std::string bdf;           // the HCA's PCI address when known
-  std::string link_layer;    // "InfiniBand" / "Ethernet" when known
+  std::string dir;                    // "/sys/class/infiniband/mlx5_0/ports/1"
+  std::string bdf;                    // the HCA's PCI address when known
+  std::string link_layer;             // "InfiniBand" / "Ethernet" when known
   std::vector<std::string> counters;  // counter file names present under counters/
 };
 
@@ -67,7 +67,7 @@ class SysfsCollector {
  private:
   // Never-changing per-device facts, parallel to tree_.devices.
   struct LinkMax {
-    double speed = 0;         // the link's max: min of this device's and its parent's max
+    double speed = 0;  // the link's max: min of this device's and its parent's max
     int width = 0;
     double device_speed = 0;  // this device's own max
     int device_width = 0;

@@ -49,7 +49,10 @@ class FaultInjectingFs final : public SysfsFs {
   explicit FaultInjectingFs(const SysfsFs& base) : base_(base) {}
   void Fail(const std::string& path, Status status) { failures_[path] = std::move(status); }
   void Replace(const std::string& path, std::string content) { overrides_[path] = std::move(content); }
-  void Clear() { failures_.clear(); overrides_.clear(); }
+  void Clear() {
+    failures_.clear();
+    overrides_.clear();
+  }
   const std::vector<std::string>& reads() const { return reads_; }
 
   Result<std::string> ReadFile(const std::string& path, size_t max_bytes) const override;

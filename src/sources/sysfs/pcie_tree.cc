@@ -106,11 +106,16 @@ std::string_view Trimmed(std::string_view s) {
 
 std::string_view PcieRoleName(PcieRole role) {
   switch (role) {
-    case PcieRole::kGpu: return "gpu";
-    case PcieRole::kNvswitch: return "nvswitch";
-    case PcieRole::kNic: return "nic";
-    case PcieRole::kBridge: return "bridge";
-    case PcieRole::kRootPort: return "root_port";
+    case PcieRole::kGpu:
+      return "gpu";
+    case PcieRole::kNvswitch:
+      return "nvswitch";
+    case PcieRole::kNic:
+      return "nic";
+    case PcieRole::kBridge:
+      return "bridge";
+    case PcieRole::kRootPort:
+      return "root_port";
   }
   return "bridge";
 }

@@ -28,7 +28,7 @@ std::string_view PcieRoleName(PcieRole role);
 std::optional<PcieRole> ClassifyPci(uint32_t class_code, uint32_t vendor);
 
 struct PcieDevice {
-  std::string bdf;                    // "0000:1b:00.0"
+  std::string bdf;  // "0000:1b:00.0"
   PcieRole role = PcieRole::kBridge;
   uint32_t class_code = 0;
   uint32_t vendor = 0;
