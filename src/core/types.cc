@@ -239,4 +239,22 @@ ComponentRef PcieComponent(std::string bdf) {
 }
 ComponentRef HostComponent(std::string name) { return ComponentRef{ComponentType::kHost, std::move(name), {}}; }
 
+bool IsKernelEventKind(ObsKind k) {
+  switch (k) {
+    case ObsKind::kXid:
+    case ObsKind::kSxid:
+    case ObsKind::kXidRecoveryAction:
+    case ObsKind::kGpuFellOffBus:
+    case ObsKind::kPcieAer:
+    case ObsKind::kHostMemoryError:
+    case ObsKind::kAppFault:
+    case ObsKind::kKernelHang:
+    case ObsKind::kDriverError:
+    case ObsKind::kNicEvent:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace faultline

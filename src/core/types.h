@@ -250,6 +250,9 @@ const std::vector<ObsKind>& AllObsKinds();
 // Parses "gpu/3" or "pcie/0000:3b:00.0" back into a reference (keys empty).
 std::optional<ComponentRef> ParseComponentId(std::string_view id);
 
+// The kinds the kernel log reports: events (a line happened), not sampled readings.
+bool IsKernelEventKind(ObsKind k);
+
 // Time used for ordering observations: UTC when known, else kernel monotonic time
 // (as nanoseconds since boot), else 0.
 int64_t SortTimeNs(const Observation& obs);

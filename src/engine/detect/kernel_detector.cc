@@ -13,24 +13,8 @@ namespace {
 
 constexpr int64_t kNsPerSec = 1'000'000'000;
 
-bool IsKernelKind(ObsKind k) {
-  switch (k) {
-    case ObsKind::kXid:
-    case ObsKind::kSxid:
-    case ObsKind::kXidRecoveryAction:
-    case ObsKind::kGpuFellOffBus:
-    case ObsKind::kPcieAer:
-    case ObsKind::kHostMemoryError:
-    case ObsKind::kAppFault:
-    case ObsKind::kKernelHang:
-    case ObsKind::kDriverError:
-    case ObsKind::kNicEvent:
-    case ObsKind::kGpuIdentity:
-      return true;
-    default:
-      return false;
-  }
-}
+// The kernel log's events plus the driver's GPU identity lines (bus id -> UUID, serial).
+bool IsKernelKind(ObsKind k) { return IsKernelEventKind(k) || k == ObsKind::kGpuIdentity; }
 
 std::string Attr(const Observation& o, const char* key) {
   auto it = o.attrs.find(key);

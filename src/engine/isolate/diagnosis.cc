@@ -229,25 +229,7 @@ std::string ObservationSummary(const Observation& o) {
 
 // Events (log lines, SEL entries) are what findings are made of; a layer is ruled out
 // by its healthy readings, so those are what gets quoted.
-bool IsEvent(ObsKind k) {
-  switch (k) {
-    case ObsKind::kXid:
-    case ObsKind::kSxid:
-    case ObsKind::kXidRecoveryAction:
-    case ObsKind::kGpuFellOffBus:
-    case ObsKind::kPcieAer:
-    case ObsKind::kHostMemoryError:
-    case ObsKind::kAppFault:
-    case ObsKind::kKernelHang:
-    case ObsKind::kDriverError:
-    case ObsKind::kNicEvent:
-    case ObsKind::kSelEntry:
-    case ObsKind::kOther:
-      return true;
-    default:
-      return false;
-  }
-}
+bool IsEvent(ObsKind k) { return IsKernelEventKind(k) || k == ObsKind::kSelEntry || k == ObsKind::kOther; }
 
 // The latest reading of each (component, kind) in `layer`, in component order.
 std::vector<const Observation*> LatestReadings(const std::vector<Observation>& observations, Layer layer) {
