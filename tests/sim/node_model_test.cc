@@ -149,6 +149,36 @@ TEST(NodeModel, DowntrainedLinkSlowsStepsWithoutAnyLogLine) {
   EXPECT_TRUE(m.TakeSel().empty());
 }
 
+TEST(NodeModel, AReplayStormIsLoggedAtBothEndsOfTheLinkBackgroundAerOnlyAtTheDevice) {
+  NodeFault f = Fault(NodeFaultKind::kPcieReplay, 10);
+  f.gpu = 6;
+  f.value = 120;  // per minute
+  NodeScenario sc = Scenario({f});
+  sc.noise.aer_corrected_per_hour = 3600;  // ~1/s of background on random GPUs
+  NodeModel m(sc, DefaultNodeLayout(8));
+  m.AdvanceTo(70);
+  const SimPcieLink& bad = m.state().gpu_pcie[6];
+  EXPECT_GE(bad.port_aer_corrected, 110u);  // 2/s for 60 s
+  EXPECT_GE(bad.aer_corrected, bad.port_aer_corrected);
+  EXPECT_EQ(m.state().gpus[6].pcie_replay, bad.port_aer_corrected);
+  uint64_t background = 0;
+  for (size_t i = 0; i < 8; ++i) {
+    if (i == 6) continue;
+    background += m.state().gpu_pcie[i].aer_corrected;
+    EXPECT_EQ(m.state().gpu_pcie[i].port_aer_corrected, 0u);
+  }
+  EXPECT_GT(background, 0u);
+}
+
+TEST(NodeModel, DriverMismatchStopsNvmlAndTheJob) {
+  NodeModel m(Scenario({Fault(NodeFaultKind::kDriverMismatch, 5)}), DefaultNodeLayout(8));
+  m.AdvanceTo(4);
+  EXPECT_FALSE(m.state().nvml_init_fails);
+  m.AdvanceTo(6);
+  EXPECT_TRUE(m.state().nvml_init_fails);
+  EXPECT_FALSE(m.state().job_running);
+}
+
 TEST(NodeModel, SameSeedSameNoise) {
   NodeScenario sc = Scenario({});
   sc.noise = NoiseSpec{};

@@ -104,9 +104,13 @@ bool Matches(const ComponentRef& c, const Identity& id) {
   return false;
 }
 
+// A truth without components is matched on its class alone.
+bool NamesTheFaultyPart(const ComponentRef& c, const Truth& truth, const SimNode& node) {
+  return truth.components.empty() || ComponentMatches(c, truth.components, node);
+}
+
 bool ClassAndComponent(const Diagnosis& d, const Truth& truth, const SimNode& node) {
-  return d.fault_class == truth.fault_class &&
-         (truth.components.empty() || ComponentMatches(d.component, truth.components, node));
+  return d.fault_class == truth.fault_class && NamesTheFaultyPart(d.component, truth, node);
 }
 
 }  // namespace
@@ -220,8 +224,8 @@ Result<ScenarioRun> RunScenarioLockstep(const NodeScenario& scenario, const Lock
     }
     if (IsHardwareAction(primary.action)) {
       const bool wrong_cause = !IsHardwareCause(scenario.truth.fault_class);
-      const bool wrong_part = primary.action == Action::kRma && !scenario.truth.components.empty() &&
-                              !ComponentMatches(primary.component, scenario.truth.components, **node);
+      const bool wrong_part =
+          primary.action == Action::kRma && !NamesTheFaultyPart(primary.component, scenario.truth, **node);
       if (wrong_cause || wrong_part) {
         std::ostringstream os;
         os << "t=" << t << "s " << ToString(primary.action) << " " << primary.component.Id() << " ("
@@ -241,8 +245,7 @@ Result<ScenarioRun> RunScenarioLockstep(const NodeScenario& scenario, const Lock
   if (!run.final_diagnoses.empty()) {
     const Diagnosis& d = run.final_diagnoses.front();
     run.final_correct_class = d.fault_class == scenario.truth.fault_class;
-    run.final_correct_component =
-        scenario.truth.components.empty() || ComponentMatches(d.component, scenario.truth.components, **node);
+    run.final_correct_component = NamesTheFaultyPart(d.component, scenario.truth, **node);
   }
   node->reset();
   if (!o.keep_workdir) fs::remove_all(dir, ec);

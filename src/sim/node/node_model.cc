@@ -217,6 +217,7 @@ void NodeModel::StartFault(const NodeFault& f, double t) {
            "NVRM: API mismatch: the client has the version 550.54.15, but this kernel module has the version "
            "535.161.08.  Please make sure that this kernel module and all NVIDIA driver components have the "
            "same version.");
+      state_.nvml_init_fails = true;
       state_.job_running = false;
       break;
     case NodeFaultKind::kUserXid: {
@@ -507,7 +508,9 @@ void NodeModel::ApplyContinuous(double t, double dt) {
           const auto n = static_cast<uint64_t>(gpu->replay_acc);
           gpu->replay_acc -= static_cast<double>(n);
           gpu->pcie_replay += n;
+          // A bad link is seen from both ends: the switch's downstream port logs it too.
           state_.gpu_pcie[f.gpu].aer_corrected += n;
+          state_.gpu_pcie[f.gpu].port_aer_corrected += n;
         }
         break;
       case NodeFaultKind::kNicAer:

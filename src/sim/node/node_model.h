@@ -91,7 +91,8 @@ struct SimIbPort {
 struct SimPcieLink {  // sysfs view of one device's link and AER counters
   double speed_gts = 32;
   int width = 16;
-  uint64_t aer_corrected = 0;  // RxErr/BadTLP/... all filed as RxErr + BadDLLP
+  uint64_t aer_corrected = 0;       // corrected errors the device logs (filed as BadTLP)
+  uint64_t port_aer_corrected = 0;  // ... and the port above it, when the link itself is bad (BadDLLP)
   double acc = 0;
 };
 
@@ -108,6 +109,7 @@ struct NodeState {
   std::vector<SimIbPort> ib;          // per HCA
   std::vector<SimPcieLink> gpu_pcie;  // per GPU (endpoint side; the upstream port mirrors it)
   std::vector<SimPcieLink> nic_pcie;  // Ethernet NICs
+  bool nvml_init_fails = false;       // driver/library version mismatch: nvmlInit cannot succeed
   bool job_running = true;
   double step_time_s = 1.0;
 };

@@ -233,10 +233,7 @@ Status SimNode::PublishNvml() {
     gpus.push_back(GpuJson(s.gpus[i], static_cast<int>(i), model_->layout(), scenario_.node.row_remap));
   }
   Json state = {{"gpus", std::move(gpus)}};
-  for (const NodeFault& f : scenario_.faults) {
-    // A driver/library version mismatch: NVML cannot initialise (RM version mismatch).
-    if (f.kind == NodeFaultKind::kDriverMismatch && f.at <= s.t) state["errors"] = {{"nvmlInit_v2", 18}};
-  }
+  if (s.nvml_init_fails) state["errors"] = {{"nvmlInit_v2", 18}};  // NVML_ERROR_LIB_RM_VERSION_MISMATCH
   std::string text = state.dump();
   if (text == last_nvml_) return Status::Ok();
   last_nvml_ = text;
@@ -251,33 +248,26 @@ Status SimNode::PublishSysfs() {
   auto note = [&first](Status st) {
     if (first.ok() && !st.ok()) first = st;
   };
-  auto sync_link = [&](const std::string& bdf, const SimPcieLink& want, SimPcieLink& have, bool mirror_upstream) {
+  auto sync_link = [&](const std::string& bdf, const SimPcieLink& want, SimPcieLink& have) {
     if (want.speed_gts != have.speed_gts || want.width != have.width) {
       note(tree_->SetLink(bdf, want.speed_gts, want.width));
     }
     if (want.aer_corrected > have.aer_corrected) {
-      const uint64_t delta = want.aer_corrected - have.aer_corrected;
-      note(tree_->AddAer(bdf, "correctable", "BadTLP", delta));
-      // A link-level problem is seen from both ends: the switch's downstream port too.
-      if (mirror_upstream) {
-        if (const FakePcieDevice* d = tree_->Find(bdf); d && !d->parent.empty()) {
-          note(tree_->AddAer(d->parent, "correctable", "BadDLLP", delta));
-        }
+      note(tree_->AddAer(bdf, "correctable", "BadTLP", want.aer_corrected - have.aer_corrected));
+    }
+    if (want.port_aer_corrected > have.port_aer_corrected) {
+      if (const FakePcieDevice* d = tree_->Find(bdf); d && !d->parent.empty()) {
+        note(tree_->AddAer(d->parent, "correctable", "BadDLLP", want.port_aer_corrected - have.port_aer_corrected));
       }
     }
     have = want;
   };
-  for (size_t i = 0; i < s.gpu_pcie.size(); ++i) {
-    const bool replay_fault = std::any_of(scenario_.faults.begin(), scenario_.faults.end(), [&](const NodeFault& f) {
-      return f.kind == NodeFaultKind::kPcieReplay && f.gpu == static_cast<int>(i) && f.at <= s.t;
-    });
-    sync_link(l.gpu_bdfs[i], s.gpu_pcie[i], sysfs_gpu_[i], replay_fault);
-  }
+  for (size_t i = 0; i < s.gpu_pcie.size(); ++i) sync_link(l.gpu_bdfs[i], s.gpu_pcie[i], sysfs_gpu_[i]);
   for (size_t i = 0; i < s.nic_pcie.size() && i < l.nic_bdfs.size(); ++i) {
     SimPcieLink want = s.nic_pcie[i];
     want.speed_gts = sysfs_nic_[i].speed_gts;  // NICs keep their trained link
     want.width = sysfs_nic_[i].width;
-    sync_link(l.nic_bdfs[i], want, sysfs_nic_[i], false);
+    sync_link(l.nic_bdfs[i], want, sysfs_nic_[i]);
   }
   for (size_t i = 0; i < s.ib.size(); ++i) {
     const SimIbPort& want = s.ib[i];
