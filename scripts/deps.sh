@@ -7,7 +7,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config git python3
   clang libclang-rt-14-dev
   nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev libssl-dev zlib1g-dev libsqlite3-dev
-  libhyperscan-dev libre2-dev libcpp-httplib-dev libyaml-cpp-dev libtomlplusplus-dev
+  libvectorscan-dev libcpp-httplib-dev libyaml-cpp-dev libtomlplusplus-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   openssl curl sqlite3 gzip
 )
