@@ -19,7 +19,11 @@ $(BUILD)/build.ninja:
 build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
-demo: build
+# Only what the demo runs: the two programs and the fake NVML library (no tests, no benchmarks).
+DEMO_TARGETS := faultline faultline-sim fake_nvml
+
+demo: deps $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target $(DEMO_TARGETS)
 	@scripts/demo.sh $(BUILD)/faultline
 
 # Unit + pipeline + end-to-end tests, then the same under ASan/UBSan, then brief fuzzing.
@@ -49,4 +53,4 @@ lint:
 	@scripts/lint.sh
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) build-prod

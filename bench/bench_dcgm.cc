@@ -9,7 +9,7 @@
 
 #include "engine/detect/gpu_detectors.h"
 #include "parse/prometheus.h"
-#include "sources/dcgm_exporter/dcgm_map.h"
+#include "parse/dcgm_map.h"
 
 namespace faultline {
 namespace {

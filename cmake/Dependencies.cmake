@@ -7,6 +7,8 @@ find_package(ZLIB REQUIRED)
 find_package(SQLite3 REQUIRED)
 find_package(CURL REQUIRED)
 find_package(OpenSSL REQUIRED)
+# libhs: Debian's Vectorscan (libvectorscan-dev; the multi-arch fork of Hyperscan, same hs.h
+# API, x86-64 and arm64 alike).
 pkg_check_modules(HYPERSCAN REQUIRED IMPORTED_TARGET libhs)
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 if(FAULTLINE_BUILD_TESTS)
@@ -49,7 +51,15 @@ function(faultline_module name)
   target_link_libraries(${name} PUBLIC ${M_DEPS})
 endfunction()
 
-# faultline_test(NAME SOURCES... DEPS ...): a GoogleTest binary registered with ctest.
+# Every ctest test fails after this many seconds instead of stalling CI on a hang. The
+# slowest single tests run simulated scenarios with the agent (LockstepTest.SkippingIdle*:
+# four runs, 20 s in RelWithDebInfo on the loaded 2-core dev machine); a Debug ASan+UBSan
+# build is several times slower, and qemu-user (scripts/cross-arm64.sh) more: 600 s keeps
+# headroom for both while a real hang still fails within ten minutes.
+set(FAULTLINE_TEST_TIMEOUT 600 CACHE STRING "Per-test ctest timeout in seconds")
+
+# faultline_test(NAME SOURCES... DEPS ...): a GoogleTest binary registered with ctest;
+# each of its tests gets FAULTLINE_TEST_TIMEOUT.
 function(faultline_test name)
   cmake_parse_arguments(T "" "" "SOURCES;DEPS" ${ARGN})
   faultline_sources_missing(missing ${T_SOURCES})
@@ -62,6 +72,6 @@ function(faultline_test name)
   target_compile_definitions(${name} PRIVATE
     FAULTLINE_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     FAULTLINE_BINARY_DIR="${PROJECT_BINARY_DIR}")
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES ENVIRONMENT
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT ${FAULTLINE_TEST_TIMEOUT} ENVIRONMENT
     "FAULTLINE_SOURCE_DIR=${PROJECT_SOURCE_DIR};FAULTLINE_BINARY_DIR=${PROJECT_BINARY_DIR}")
 endfunction()

@@ -10,10 +10,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view line(reinterpret_cast<const char*>(data), size);
   faultline::LogLine parsed = faultline::ParseLogLine(line, 1'700'000'000'000'000'000);
   faultline::KernelEvent ev = faultline::ClassifyKernelMessage(parsed.message);
-  // Every view the classifier returns must point into the input.
-  for (std::string_view v :
-       {ev.driver, ev.device, ev.pid, ev.process, ev.message, ev.severity, ev.detail, ev.source, ev.unit}) {
-    if (!v.empty() && (v.data() < line.data() || v.data() + v.size() > line.data() + line.size())) __builtin_trap();
+  auto inside = [&](std::string_view v) {
+    return v.empty() || (v.data() >= line.data() && v.data() + v.size() <= line.data() + line.size());
+  };
+  // Every view the classifier returns must point into the input...
+  for (std::string_view v : {ev.driver, ev.device, ev.ifname, ev.pid, ev.process, ev.message, ev.detail, ev.source,
+                             ev.unit, faultline::MemoryErrorLocation(parsed.message)}) {
+    if (!inside(v)) __builtin_trap();
   }
+  // ...except a severity the classifier derives (MCE bank status, AER verdicts), which is
+  // one of its static constants.
+  if (!inside(ev.severity) && ev.severity != "UE" && ev.severity != "CE" && ev.severity != "Uncorrected (Fatal)") {
+    __builtin_trap();
+  }
+  const std::string_view mca = faultline::McaSeverity(parsed.message);
+  if (!mca.empty() && mca != "UE" && mca != "CE") __builtin_trap();
   return 0;
 }

@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "parse/prometheus.h"
-#include "sources/dcgm_exporter/dcgm_map.h"
+#include "parse/dcgm_map.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

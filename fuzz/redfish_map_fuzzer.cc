@@ -1,5 +1,6 @@
-// libFuzzer target: arbitrary bytes -> JSON -> every Redfish mapping, then the OOB
-// detectors. Must never crash or throw past the mapping (which promises not to throw).
+// libFuzzer target: arbitrary bytes -> JSON (through the BMC parser's depth check) ->
+// every Redfish mapping, the plausibility marking, then the OOB detectors. Must never
+// crash or throw past the mapping (which promises not to throw).
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -11,8 +12,9 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace faultline;
   std::string_view text(reinterpret_cast<const char*>(data), size);
-  redfish::Json j = redfish::Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return 0;
+  auto parsed = redfish::ParseBmcJson(text);
+  if (!parsed.ok()) return 0;
+  const redfish::Json& j = *parsed;
   redfish::MapContext ctx;
   ctx.node = "fuzz";
   ctx.chassis = "c";
@@ -26,6 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (j.is_object() && j.contains("MessageId") && j["MessageId"].is_string()) {
     if (auto key = redfish::ParseMessageId(j["MessageId"].get<std::string>())) (void)redfish::LookupMessage(*key);
   }
+  redfish::MarkImplausibleReadings(r.observations, r.warnings);
   auto detectors = MakeOobDetectors();
   for (const auto& o : r.observations) {
     for (auto& d : detectors) d->Observe(o);

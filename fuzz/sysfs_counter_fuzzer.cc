@@ -1,5 +1,5 @@
 // libFuzzer target for the sysfs attribute parsers (AER counter files, IB counters,
-// state/rate, link speed/width, PCI ids). The first byte picks the parser so one
+// state/rate, link speed/width, PCI ids, counter saturation). The first byte picks the parser so one
 // corpus covers them all. Any input must give a value or a Status, never a crash.
 #include <cstddef>
 #include <cstdint>
@@ -17,9 +17,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (r.ok() && r->empty()) __builtin_trap();  // contract: ok means at least one line
       break;
     }
-    case 1:
-      (void)ParseCounter(text);
+    case 1: {
+      // Saturation is only ever claimed at a width's maximum.
+      auto r = ParseCounter(text);
+      for (const char* name : {"link_downed", "symbol_error", "local_link_integrity_errors", "port_xmit_data"}) {
+        if (r.ok() && IbCounterSaturated(name, *r) && *r != IbCounterMax(name) && *r != UINT32_MAX &&
+            *r != UINT64_MAX) {
+          __builtin_trap();
+        }
+      }
       break;
+    }
     case 2: {
       auto r = ParseLinkSpeed(text);
       if (r.ok()) (void)PcieGenFromSpeed(*r);

@@ -42,16 +42,19 @@ def main():
                                                       bucket(r[9])))
     out.write("\n")
     drows = list(csv.reader(open(os.path.join(cat, "xid-144-150-decode.csv"), newline="")))[1:]
-    out.write("// Columns: xid, unit, intrInfo pattern (<R575), intrInfo pattern (>=R575), errorStatus,\n")
-    out.write("//          recovery bucket, severity, hw/sw.\n")
+    out.write("// Columns: xid, unit, intrInfo pattern (<R575), intrInfo pattern (>=R575), errorStatus (exact\n")
+    out.write("//          value(s), '/'-separated; empty = any), recovery bucket, action-2 intrInfo patterns\n")
+    out.write("//          (<R575, >=R575; empty = none), action-2 bucket, severity, hw/sw.\n")
     out.write("#define FAULTLINE_XID_DECODE_ROWS \\\n")
     for r in drows:
         if not r or not r[0].strip().isdigit():
             continue
-        status = r[4].strip()  # empty: any errorStatus
-        out.write("  D(%s, %s, %s, %s, %s, %s, %s, %s) \\\n" % (
+        status = r[4].strip()  # empty: any errorStatus; "a/b": either value
+        # Action 2: a promotable row ("Non-fatal*") whose intrInfo, decoded with the
+        # action-2 patterns, calls for a different (more disruptive) bucket.
+        out.write("  D(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) \\\n" % (
             int(r[0]), c_str(r[1]), c_str(r[2]), c_str(r[3]), c_str(status), c_str(r[5]),
-            c_str(r[10]), c_str(r[11])))
+            c_str(r[6]), c_str(r[7]), c_str(r[8]), c_str(r[10]), c_str(r[11])))
     out.write("\n")
 
 

@@ -37,6 +37,22 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
 step "tests ($BUILD)"
 run_ctest "$BUILD"
 
+# The packagers' production configuration: no simulator, no test doubles. The faultline
+# binary is the same as the one tested above (it never links a test double: the configure
+# step checks its link graph, and CliSimTest.TheProductionBinaryCarriesNoTestDoubles runs it
+# alone), so configuring is the check: it must succeed and generate no simulator target.
+step "production configuration (-DFAULTLINE_WITH_SIM=OFF)"
+PROD_BUILD=${PROD_BUILD:-build-prod}
+if cmake -S . -B "$PROD_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFAULTLINE_WITH_SIM=OFF >/dev/null &&
+   ninja -C "$PROD_BUILD" -t targets all | grep -q '^faultline:' &&
+   ! ninja -C "$PROD_BUILD" -t targets all | grep -Eq '^(faultline-sim|fake_nvml|[^:]*faultline_sim_[^:]*|[^:]*_test):'; then
+  echo "production configuration: faultline only, no simulator or test targets"
+  passed=$((passed + 1))
+else
+  echo "production configuration: FAILED (configure error, or simulator/test targets generated)"
+  failed=$((failed + 1))
+fi
+
 step "build under ASan+UBSan ($ASAN_BUILD)"
 cmake -S . -B "$ASAN_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFAULTLINE_SANITIZE=ON \
   -DFAULTLINE_BUILD_BENCH=OFF >/dev/null &&

@@ -1,8 +1,8 @@
 // `faultline collect redfish`: one sweep of a BMC over Redfish, printed as observations,
 // the OOB detectors' findings and the sweep's errors (`--json`: one object with
 // `observations`, `findings`, `errors`, `warnings` and sweep figures).
-// `faultline bench redfish-sweep`: times sweeps of a DMTF mockup served by the in-process
-// mock BMC over HTTPS on loopback, with optional injected latency.
+// (`faultline bench redfish-sweep` runs the mock BMC, so it lives in faultline-sim:
+// src/cli/sim/cmd_bench_redfish.cc.)
 // Exit codes: 0 swept without errors; 1 the sweep (or login) reported errors; 2 usage,
 // unreadable or unsafe password file.
 #include <cstdio>
@@ -15,7 +15,6 @@
 #include "core/json.h"
 #include "core/time.h"
 #include "engine/detect/oob_detectors.h"
-#include "sim/mock_bmc/mock_bmc.h"
 #include "sources/redfish/credentials.h"
 #include "sources/redfish/curl_http_client.h"
 #include "sources/redfish/redfish_collector.h"
@@ -31,6 +30,7 @@ struct CollectRedfishArgs {
   bool basic = false;
   std::string ca;
   bool insecure = false;
+  bool allow_http = false;
   bool json = false;
   std::string node;
   double timeout_s = 10;
@@ -104,6 +104,7 @@ int RunCollect(const CollectRedfishArgs& a) {
       a.basic ? redfish::AuthMode::kBasic : (creds->empty() ? redfish::AuthMode::kNone : redfish::AuthMode::kSession);
   co.max_in_flight = a.max_in_flight;
   co.request_timeout_ms = static_cast<int64_t>(a.timeout_s * 1000);
+  co.allow_http = a.allow_http;
   redfish::RedfishClient client(http, clock, co);
   const int64_t deadline = clock.MonotonicNs() + static_cast<int64_t>(a.deadline_s * kNsPerSec);
   redfish::SweepResult r;
@@ -123,53 +124,6 @@ int RunCollect(const CollectRedfishArgs& a) {
   return r.errors.empty() ? kExitOk : kExitFailure;
 }
 
-struct BenchArgs {
-  std::string mockup;
-  int latency_ms = 0;
-  int sweeps = 3;
-  int max_in_flight = 2;
-};
-
-int RunBench(const BenchArgs& a) {
-  sim::MockBmcOptions mo;
-  mo.mockup_dir = a.mockup;
-  auto bmc = sim::MockBmc::Start(mo);
-  if (!bmc.ok()) {
-    std::cerr << "faultline bench redfish-sweep: " << bmc.status().message() << "\n";
-    return kExitUsage;
-  }
-  (*bmc)->SetLatency(std::chrono::milliseconds(a.latency_ms));
-  redfish::CurlOptions tls;
-  tls.ca_file = (*bmc)->ca_cert_path();
-  redfish::CurlHttpClient http(tls);
-  SystemClock clock;
-  redfish::RedfishClientOptions co;
-  co.base_url = (*bmc)->base_url();
-  co.credentials = {mo.username, mo.password};
-  co.max_in_flight = a.max_in_flight;
-  redfish::RedfishClient client(http, clock, co);
-  if (Status st = client.Login(clock.MonotonicNs() + 60 * kNsPerSec); !st.ok()) {
-    std::cerr << "login: " << st.message() << "\n";
-    return kExitFailure;
-  }
-  int rc = kExitOk;
-  for (int i = 0; i < a.sweeps; ++i) {
-    // A fresh collector each time: every sweep reads the logs in full, like a first sweep.
-    redfish::RedfishCollector collector(client, {.node = "bench", .workers = a.max_in_flight});
-    (*bmc)->ResetCounters();
-    redfish::SweepResult r = collector.Sweep(clock.MonotonicNs() + 600 * kNsPerSec);
-    std::printf(
-        "sweep %d: %.1f ms, %llu requests (mock saw %llu), %zu observations, %zu errors, latency %d ms, "
-        "in flight %d\n",
-        i + 1, r.duration_ns / 1e6, static_cast<unsigned long long>(r.requests),
-        static_cast<unsigned long long>((*bmc)->total_requests()), r.observations.size(), r.errors.size(), a.latency_ms,
-        a.max_in_flight);
-    if (!r.errors.empty()) rc = kExitFailure;
-  }
-  client.Logout();
-  return rc;
-}
-
 }  // namespace
 
 void AddCollectRedfishCommand(CliApp& app) {
@@ -183,6 +137,8 @@ void AddCollectRedfishCommand(CliApp& app) {
   cmd->add_flag("--basic", args->basic, "Basic auth on every request instead of a session");
   cmd->add_option("--ca", args->ca, "PEM CA bundle to verify the BMC certificate")->check(CLI::ExistingFile);
   cmd->add_flag("--insecure", args->insecure, "do not verify the BMC certificate");
+  cmd->add_flag("--allow-http", args->allow_http,
+                "allow a plain http:// BMC URL (credentials cross the network unencrypted; refused otherwise)");
   cmd->add_flag("--json", args->json, "one JSON object: observations, findings, errors");
   cmd->add_option("--node", args->node, "node name for the observations");
   cmd->add_option("--timeout", args->timeout_s, "per-request timeout, seconds (default 10)");
@@ -192,14 +148,6 @@ void AddCollectRedfishCommand(CliApp& app) {
   cmd->get_option("--ca")->excludes("--insecure");
   cmd->get_option("--basic")->excludes("--session");
   cmd->callback([args, &app] { app.exit_code = RunCollect(*args); });
-
-  auto bench = std::make_shared<BenchArgs>();
-  CLI::App* b = app.bench->add_subcommand("redfish-sweep", "Time Redfish sweeps of a mockup served by the mock BMC");
-  b->add_option("--mockup", bench->mockup, "DMTF mockup directory")->required()->check(CLI::ExistingDirectory);
-  b->add_option("--latency-ms", bench->latency_ms, "latency the mock BMC adds to every request");
-  b->add_option("--sweeps", bench->sweeps, "number of sweeps (default 3)");
-  b->add_option("--max-in-flight", bench->max_in_flight, "parallel requests (default 2)")->check(CLI::Range(1, 16));
-  b->callback([bench, &app] { app.exit_code = RunBench(*bench); });
 }
 
 }  // namespace faultline::cli

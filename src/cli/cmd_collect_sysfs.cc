@@ -187,6 +187,24 @@ void AddOptions(CLI::App* cmd, CollectSysfsArgs& args) {
   cmd->add_option("--node", args.node, "Node name stamped on observations (default: the host name)");
 }
 
+constexpr char kOneSampleHelp[] =
+    "What one sample (the default) already tells, with no history and no topology file:\n"
+    "  - InfiniBand ports not ACTIVE now (DOWN/Polling, Disabled, INIT): ib_link_down, \"since unknown\".\n"
+    "    A warning when the topology lists the port or sibling ports of the same HCA model are ACTIVE;\n"
+    "    an info note when nothing says it should be cabled. The agent upgrades it to critical once\n"
+    "    it has seen the port down for 2 minutes.\n"
+    "  - Ports slower than most of their siblings (same link layer, HCA model and board: 7 at 400 Gb/s,\n"
+    "    one at 200), and PCIe links below their max or below functions with the same PCI id.\n"
+    "  - Counters pegged at their maximum (link_downed 255, symbol_error 65535, 2^32-1): rate unknown.\n"
+    "  Ethernet (RoCE) ports are compared only with Ethernet siblings and never held to InfiniBand rates.\n"
+    "Error rates (symbol errors/min, AER storms, flaps) need two samples or more: --count 2 --interval 30.\n"
+    "\n"
+    "Examples:\n"
+    "  faultline collect sysfs                          # this node, one sample, tables + findings\n"
+    "  faultline collect sysfs --count 3 --interval 20  # rates over 40 s\n"
+    "  faultline collect sysfs --json > fabric.jsonl    # a snapshot `faultline diagnose` reads later\n"
+    "  faultline collect sysfs --root /tmp/copy-of-node # a copied or fake tree holding sys/\n";
+
 }  // namespace
 
 void AddCollectSysfsCommand(CliApp& app) {
@@ -197,6 +215,7 @@ void AddCollectSysfsCommand(CliApp& app) {
       "counters) from sysfs, plus the fabric detectors' findings.\n"
       "Exit code: 0 sampled, 1 nothing could be read, 2 bad option.");
   AddOptions(cmd, *sysfs);
+  cmd->footer(kOneSampleHelp);
   cmd->callback([sysfs, &app] { app.exit_code = Run(*sysfs, "sysfs"); });
 
   auto fabric = std::make_shared<CollectSysfsArgs>();
@@ -206,6 +225,8 @@ void AddCollectSysfsCommand(CliApp& app) {
       "port, cable and riser. Exit code: 0 sampled, 1 nothing could be read, 2 bad option or topology file.");
   AddOptions(fab, *fabric);
   fab->add_option("--topology", fabric->topology, "Topology file (JSON, docs/topology.md)");
+  fab->footer(std::string(kOneSampleHelp) +
+              "  faultline collect fabric --topology /etc/faultline/topology.json   # names cables and switch ports\n");
   fab->callback([fabric, &app] { app.exit_code = Run(*fabric, "fabric"); });
 }
 

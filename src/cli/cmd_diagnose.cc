@@ -7,12 +7,16 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <memory>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/render.h"
@@ -39,6 +43,7 @@ struct DiagnoseArgs {
   std::string node;
   std::string boot_time;
   size_t max_snapshot_mb = 64;
+  size_t max_observations = 200'000;
 };
 
 // What one input gave, for the report.
@@ -52,9 +57,11 @@ struct InputReport {
   std::string error;  // why the input could not be used at all ("" = used)
 };
 
-// Everything read, across inputs.
+// Everything read, across inputs. Bounded: at most ReadContext::max_observations
+// observations in all (each kernel log is also bounded by its reader's own caps).
 struct Inputs {
   std::vector<Observation> observations;
+  uint64_t dropped = 0;  // observations past the total cap
   std::vector<InputReport> reports;
   std::set<Layer> layers_read;
 };
@@ -63,8 +70,13 @@ struct ReadContext {
   KernelLogOptions kernel;
   SnapshotOptions snapshot;
   size_t max_snapshot_bytes = 0;
+  size_t max_observations = 0;  // across every input
   int64_t now_ns = 0;
 };
+
+size_t Remaining(const ReadContext& ctx, const Inputs& in) {
+  return ctx.max_observations > in.observations.size() ? ctx.max_observations - in.observations.size() : 0;
+}
 
 constexpr size_t kHeadBytes = 64 * 1024;  // enough to tell the forms apart
 
@@ -99,27 +111,61 @@ bool ReadMore(gzFile gz, std::string& out, size_t max, std::string& error) {
   return false;
 }
 
+// Fills `buf` (its whole size) from the input; returns the bytes read, fewer at end of
+// input or on a read error (`error` says which).
+size_t ReadInto(gzFile gz, std::string& buf, std::string& error) {
+  const int n = gzread(gz, buf.data(), static_cast<unsigned int>(buf.size()));
+  if (n == static_cast<int>(buf.size())) return buf.size();
+  int errnum = Z_OK;
+  const char* msg = gzerror(gz, &errnum);
+  if (n < 0 || errnum != Z_OK) error = msg && *msg ? msg : "read error";
+  return n > 0 ? static_cast<size_t>(n) : 0;
+}
+
+// Streams the log through the reader chunk by chunk; the reader keeps only bounded,
+// deduplicated observations, capped by what is left of the total.
 void ReadKernelLog(gzFile gz, std::string head, const ReadContext& ctx, InputReport& r, Inputs& in,
                    std::string& read_error) {
-  auto reader = KernelLogReader::Create(ctx.kernel);
+  KernelLogOptions options = ctx.kernel;
+  options.max_observations = std::min(options.max_observations, Remaining(ctx, in));
+  const bool capped_by_total = options.max_observations < ctx.kernel.max_observations;
+  auto reader = KernelLogReader::Create(options);
   if (!reader.ok()) {
     r.error = reader.status().ToString();
     return;
   }
   bool more = head.size() == kHeadBytes && read_error.empty();
   (*reader)->Feed(head);
-  std::string chunk;
+  // One buffer for the whole file, read into in place (no zero fill per chunk).
+  std::string chunk(options.chunk_bytes, '\0');
   while (more) {
-    chunk.clear();
-    more = ReadMore(gz, chunk, ctx.kernel.chunk_bytes, read_error);
-    (*reader)->Feed(chunk);
+    const size_t n = ReadInto(gz, chunk, read_error);
+    more = n == chunk.size();
+    (*reader)->Feed(std::string_view(chunk.data(), n));
   }
   (*reader)->Finish();
   r.kernel = (*reader)->stats();
   r.bytes = r.kernel.bytes;
+  if (r.kernel.aggregated) {
+    r.kernel.warnings.push_back(r.path + ": " + std::to_string(r.kernel.aggregated) + " distinct line(s) past " +
+                                std::to_string(options.max_variants) +
+                                " of one kind on one component were counted, not kept");
+  }
+  if (r.kernel.dropped) {
+    in.dropped += r.kernel.dropped;
+    r.kernel.warnings.push_back(r.path + ": " + std::to_string(r.kernel.dropped) + " observation(s) dropped past " +
+                                (capped_by_total
+                                     ? "the total of " + std::to_string(ctx.max_observations) + " (--max-observations)"
+                                     : std::to_string(options.max_observations) + " per log"));
+  }
   std::vector<Observation> observations = (*reader)->TakeObservations();
   r.observations = observations.size();
-  for (Observation& o : observations) in.observations.push_back(std::move(o));
+  if (in.observations.empty()) {
+    in.observations.swap(observations);  // the common case, one log: no move of every observation
+  } else {
+    in.observations.insert(in.observations.end(), std::make_move_iterator(observations.begin()),
+                           std::make_move_iterator(observations.end()));
+  }
   in.layers_read.insert(Layer::kOs);
 }
 
@@ -132,15 +178,24 @@ void ReadSnapshotInput(gzFile gz, std::string text, const ReadContext& ctx, Inpu
     r.error = "larger than " + std::to_string(ctx.max_snapshot_bytes >> 20) + " MiB (--max-snapshot-mb)";
     return;
   }
-  Result<Snapshot> snap = ParseSnapshot(text, r.format, ctx.snapshot);
+  SnapshotOptions options = ctx.snapshot;
+  options.max_observations = Remaining(ctx, in);
+  Result<Snapshot> snap = ParseSnapshot(text, r.format, options);
   if (!snap.ok()) {
     r.error = snap.status().message();
     return;
   }
   r.snapshot = std::move(*snap);
-  r.observations = r.snapshot.observations.size();
-  for (Observation& o : r.snapshot.observations) in.observations.push_back(std::move(o));
-  r.snapshot.observations.clear();
+  std::vector<Observation>& observations = r.snapshot.observations;
+  if (r.snapshot.dropped) {
+    in.dropped += r.snapshot.dropped;
+    r.snapshot.warnings.push_back(std::to_string(r.snapshot.dropped) + " observation(s) dropped past the total of " +
+                                  std::to_string(ctx.max_observations) + " (--max-observations)");
+  }
+  r.observations = observations.size();
+  in.observations.insert(in.observations.end(), std::make_move_iterator(observations.begin()),
+                         std::make_move_iterator(observations.end()));
+  observations = {};
 }
 
 // A saved scrape carries no time of its own: the file's modification time is when it was
@@ -244,6 +299,8 @@ Json InputJson(const InputReport& r) {
               {"truncated_lines", s.truncated_lines},
               {"binary_lines", s.binary_lines},
               {"folded_duplicates", s.folded_duplicates},
+              {"aggregated_lines", s.aggregated},
+              {"dropped_observations", s.dropped},
               {"warnings", s.warnings}});
   } else {
     Json sources = Json::array();
@@ -252,6 +309,7 @@ Json InputJson(const InputReport& r) {
     warnings.insert(warnings.end(), r.snapshot.warnings.begin(), r.snapshot.warnings.end());
     j.update({{"records", r.snapshot.records},
               {"rejected", r.snapshot.rejected},
+              {"dropped_observations", r.snapshot.dropped},
               {"sources", sources},
               {"warnings", warnings}});
   }
@@ -329,6 +387,7 @@ int Prepare(const DiagnoseArgs& args, int64_t now_ns, ReadContext& ctx, OfflineO
   ctx.kernel.node = args.node;
   ctx.snapshot.node = args.node;
   ctx.max_snapshot_bytes = args.max_snapshot_mb << 20;
+  ctx.max_observations = args.max_observations;
   if (!args.boot_time.empty()) {
     ctx.kernel.boot_time_ns = ParseIso8601(args.boot_time);
     if (!ctx.kernel.boot_time_ns) {
@@ -428,8 +487,13 @@ void AddDiagnoseCommand(CliApp& app) {
                   "UTC boot time (ISO 8601) to date plain dmesg '[uptime]' lines; without it they keep uptime only");
   cmd->add_option("--max-snapshot-mb", args->max_snapshot_mb,
                   "Skip (with an error) snapshot files larger than this many MiB, uncompressed (default 64; "
-                  "kernel logs are streamed and have no limit)")
+                  "kernel logs are streamed and have no size limit)")
       ->check(CLI::Range(1, 4096));
+  cmd->add_option("--max-observations", args->max_observations,
+                  "Keep at most this many observations across all inputs (default 200000); the rest are dropped "
+                  "with a warning. Kernel logs also fold repeats and count distinct lines past 1024 of one kind on "
+                  "one component, so memory stays bounded whatever the input")
+      ->check(CLI::Range(1000, 50'000'000));
   cmd->callback([args, &app] { app.exit_code = Run(*args); });
 }
 

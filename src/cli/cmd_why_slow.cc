@@ -47,7 +47,10 @@ int Run(const WhySlowArgs& args) {
     std::cerr << "faultline why-slow: no store at " << args.store << "\n";
     return kExitUsage;
   }
+  // Read-only: a question never writes the store, and works on a read-only copy or
+  // directory (an operator's snapshot, a file owned by the agent's user).
   StoreOptions options;
+  options.read_only = true;
   auto store = Store::Open(args.store, options);
   if (!store.ok()) {
     std::cerr << "faultline why-slow: " << store.status().ToString() << "\n";

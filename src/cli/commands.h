@@ -23,12 +23,13 @@ void AddDiagnoseCommand(CliApp& app);
 void AddCollectKmsgCommand(CliApp& app);
 void AddCollectNvmlCommand(CliApp& app);
 void AddCollectDcgmCommand(CliApp& app);
-void AddMockBmcCommand(CliApp& app);
 void AddCollectSysfsCommand(CliApp& app);
-void AddCollectRedfishCommand(CliApp& app);  // also `bench redfish-sweep`
+void AddCollectRedfishCommand(CliApp& app);
 void AddCollectIpmiCommand(CliApp& app);
 void AddAgentCommand(CliApp& app);
 void AddWhySlowCommand(CliApp& app);
-void AddSimCommand(CliApp& app);  // also `bench accuracy`
+// `sim`, `mock-bmc`, `bench accuracy`, `bench redfish-sweep`: handed to the separate
+// faultline-sim program (cmd_sim_delegate.cc); the test doubles are not linked in here.
+void AddSimDelegates(CliApp& app);
 
 }  // namespace faultline::cli

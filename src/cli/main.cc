@@ -9,17 +9,11 @@ using Registrar = void (*)(faultline::cli::CliApp&);
 
 // Every subcommand, in the order `--help` lists them.
 constexpr Registrar kCommands[] = {
-    faultline::cli::AddDiagnoseCommand,
-    faultline::cli::AddCollectKmsgCommand,
-    faultline::cli::AddCollectNvmlCommand,
-    faultline::cli::AddCollectDcgmCommand,
-    faultline::cli::AddMockBmcCommand,
-    faultline::cli::AddCollectSysfsCommand,
-    faultline::cli::AddCollectRedfishCommand,
-    faultline::cli::AddCollectIpmiCommand,
-    faultline::cli::AddAgentCommand,
-    faultline::cli::AddWhySlowCommand,
-    faultline::cli::AddSimCommand,
+    faultline::cli::AddDiagnoseCommand,     faultline::cli::AddCollectKmsgCommand,
+    faultline::cli::AddCollectNvmlCommand,  faultline::cli::AddCollectDcgmCommand,
+    faultline::cli::AddCollectSysfsCommand, faultline::cli::AddCollectRedfishCommand,
+    faultline::cli::AddCollectIpmiCommand,  faultline::cli::AddAgentCommand,
+    faultline::cli::AddWhySlowCommand,      faultline::cli::AddSimDelegates,
 };
 
 }  // namespace

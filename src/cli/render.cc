@@ -35,7 +35,7 @@ std::string DescribeComponent(const ComponentRef& c) {
   std::string keys;
   for (const char* k : {"bdf", "uuid", "serial", "upstream_port", "slot", "link", "part"}) {
     auto it = c.keys.find(k);
-    if (it == c.keys.end() || it->second == c.name) continue;
+    if (it == c.keys.end() || it->second.empty() || it->second == c.name) continue;  // no "bdf ,"
     if (!keys.empty()) keys += ", ";
     keys += std::string(k) + " " + it->second;
   }
@@ -95,8 +95,9 @@ std::string DescribeEvidence(const Evidence& e) {
   // A reading ("clocks_event_reasons=0x88") does not say whose it is; a log line does.
   const bool reading = e.source == Source::kNvml || e.source == Source::kDcgmExporter || e.source == Source::kSysfs;
   const bool name_it = reading && !e.component.empty() && e.text.find(e.component) == std::string::npos;
+  const std::string text = OneLine(ReadableEvidence(e.text));
   std::string line = when + "  " + std::string(ToString(e.source)) + "  " + (name_it ? e.component + ": " : "") +
-                     OneLine(ReadableEvidence(e.text));
+                     (text.empty() ? "(no text)" : text);
   if (e.count > 1) line += "  (x" + std::to_string(e.count) + ")";
   return line;
 }
@@ -118,10 +119,15 @@ void RenderDiagnoses(std::ostream& out, const std::vector<Diagnosis>& diagnoses)
         out << "     ... " << d.evidence.size() - kMaxEvidenceShown << " more (see --json)\n";
       }
     }
-    for (const std::string& s : d.explains) out << "   explains: " << OneLine(s) << "\n";
+    for (const std::string& s : d.explains) {
+      if (!s.empty()) out << "   explains: " << OneLine(s) << "\n";
+    }
     if (!d.ruled_out.empty()) {
       out << "   ruled out:\n";
-      for (const RuledOut& r : d.ruled_out) out << "     " << ToString(r.layer) << ": " << OneLine(r.reason) << "\n";
+      for (const RuledOut& r : d.ruled_out) {
+        // A layer ruled out without a stated reason prints as just the layer, never "os: ".
+        out << "     " << ToString(r.layer) << (r.reason.empty() ? "" : ": " + OneLine(r.reason)) << "\n";
+      }
     }
     out << "\n";
   }

@@ -42,7 +42,8 @@ std::optional<int> MonthIndex(std::string_view name) {
 }
 
 bool ValidDate(int64_t y, int64_t mo, int64_t d, int64_t h, int64_t mi, int64_t sec) {
-  return y >= 1971 && y <= 9999 && mo >= 1 && mo <= 12 && d >= 1 && d <= 31 && h <= 23 && mi <= 59 && sec <= 60;
+  // int64 nanoseconds since 1970 end in April 2262: later dates cannot be represented.
+  return y >= 1971 && y <= 2261 && mo >= 1 && mo <= 12 && d >= 1 && d <= 31 && h <= 23 && mi <= 59 && sec <= 60;
 }
 
 int64_t ToNs(int64_t y, int64_t mo, int64_t d, int64_t h, int64_t mi, int64_t sec) {

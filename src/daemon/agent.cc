@@ -15,6 +15,8 @@ struct Agent::SourceState {
   int64_t backoff_ns = 0;  // current retry delay while failing
   bool failing = false;
   std::optional<int64_t> last_poll_mono_ns;  // RunDue's schedule
+  // A polled batch the store refused: retried before the source is polled again.
+  std::optional<SourceBatch> unstored;
 };
 
 std::string HostName() {
@@ -39,11 +41,17 @@ Result<std::unique_ptr<Agent>> Agent::Create(const AgentConfig& config, const Cl
 Result<std::unique_ptr<Agent>> Agent::CreateWithSources(const AgentConfig& config,
                                                         std::vector<std::unique_ptr<AgentSource>> sources,
                                                         const Clock& clock, Logger& logger) {
-  const std::string node = config.agent.node.empty() ? HostName() : config.agent.node;
   auto store = Store::Open(config.agent.store_path);
   if (!store.ok()) return store.status();
-  std::unique_ptr<Agent> agent(
-      new Agent(config, node, std::move(store).value(), std::move(sources), nullptr, clock, logger));
+  return CreateWithStore(config, std::move(store).value(), std::move(sources), clock, logger);
+}
+
+Result<std::unique_ptr<Agent>> Agent::CreateWithStore(const AgentConfig& config, std::unique_ptr<Store> store,
+                                                      std::vector<std::unique_ptr<AgentSource>> sources,
+                                                      const Clock& clock, Logger& logger) {
+  if (store == nullptr) return Status(StatusCode::kInvalidArgument, "agent: no store");
+  const std::string node = config.agent.node.empty() ? HostName() : config.agent.node;
+  std::unique_ptr<Agent> agent(new Agent(config, node, std::move(store), std::move(sources), nullptr, clock, logger));
   if (Status s = agent->pipeline_->WarmStart(clock.NowNs()); !s.ok()) return s;
   return agent;
 }
@@ -79,6 +87,9 @@ int64_t Agent::IntervalFor(const AgentSource& s) const {
 }
 
 void Agent::PollOne(SourceState& s) {
+  // The held batch first: until it is stored the source stays where it is (its position
+  // is just past the held batch), so nothing it reads can be lost behind it.
+  if (s.unstored && !StoreBatch(s, *s.unstored)) return;
   // A Redfish sweep gets its own (long) budget; the others must finish within an interval.
   const int64_t budget = s.source->name() == "redfish" ? config_.redfish.sweep_deadline_ns : s.interval_ns;
   auto batch = s.source->Poll(clock_.MonotonicNs() + budget);
@@ -100,15 +111,30 @@ void Agent::PollOne(SourceState& s) {
   s.backoff_ns = 0;
   for (const std::string& w : batch->warnings) logger_.Debug("source " + s.source->name() + ": " + w);
   lock.unlock();  // the pipeline serialises itself; keep the agent lock short
-  auto stats = pipeline_->Ingest(s.source->layer(), std::move(batch).value());
-  lock.lock();
+  if (!StoreBatch(s, *batch)) s.unstored = std::move(batch).value();
+}
+
+bool Agent::StoreBatch(SourceState& s, SourceBatch& batch) {
+  auto stats = pipeline_->TryIngest(s.source->layer(), batch);
+  std::lock_guard<std::mutex> lock(mu_);
   if (!stats.ok()) {
-    logger_.Error("store: " + stats.status().ToString());
-    if (first_error_.ok()) first_error_ = stats.status();
-    return;
+    ++stats_.store_failures;
+    if (!s.unstored) {  // a new failure; retries of the same batch log at debug
+      logger_.Error("store: " + stats.status().ToString() + "; holding " + std::to_string(batch.observations.size()) +
+                    " observations of source " + s.source->name() + " and pausing it until they are stored");
+      if (first_error_.ok()) first_error_ = stats.status();
+    } else {
+      logger_.Debug("store: still failing for source " + s.source->name() + ": " + stats.status().ToString());
+    }
+    return false;
   }
   stats_.observations_inserted += stats->inserted;
   stats_.observations_duplicate += stats->duplicates;
+  if (s.unstored) {  // `batch` is the held one: the last use of it is above
+    logger_.Info("store: source " + s.source->name() + "'s held batch stored; the source resumes");
+    s.unstored.reset();
+  }
+  return true;
 }
 
 Status Agent::EvaluateNow() {
@@ -155,6 +181,20 @@ Status Agent::RunDue(bool* evaluated) {
   }
   std::lock_guard<std::mutex> lock(mu_);
   return first_error_;
+}
+
+int64_t Agent::NextDueNs() const {
+  // Mirrors RunDue's tests: a source is due `wait` after its last poll, the evaluation
+  // `evaluate_interval` after the last one; never polled or evaluated means due now.
+  const int64_t now = clock_.MonotonicNs();
+  if (!last_due_evaluation_ns_) return now;
+  int64_t next = *last_due_evaluation_ns_ + config_.agent.evaluate_interval_ns;
+  for (const auto& s : sources_) {
+    if (!s->last_poll_mono_ns) return now;
+    const int64_t wait = s->failing ? s->backoff_ns : s->interval_ns;
+    next = std::min(next, *s->last_poll_mono_ns + wait);
+  }
+  return std::max(next, now);
 }
 
 bool Agent::WaitFor(int64_t ns) {
@@ -227,6 +267,12 @@ Status Agent::Stop() {
   // Threads shut their own source down; without them (RunOnce) it happens here.
   if (!was_running) {
     for (auto& s : sources_) s->source->Shutdown();
+  }
+  for (auto& s : sources_) {
+    if (s->unstored) {
+      logger_.Warn("store: " + std::to_string(s->unstored->observations.size()) + " held observations of source " +
+                   s->source->name() + " were never stored; a source with a cursor reads them again at the next start");
+    }
   }
   Status eval = EvaluateNow();
   Status closed = store_->Close();

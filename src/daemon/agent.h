@@ -3,6 +3,13 @@
 // thread. A source that fails is reported once (and once more when it recovers) and
 // retried with doubling back-off up to [agent] max_backoff; it is never fatal.
 //
+// A batch the store refuses (a full disk, an I/O error) is not dropped: the agent holds
+// it, stops polling that source, and retries the batch at each of its intervals; only
+// once it is stored does the source read on. So the source's position never runs ahead
+// of what was committed by more than the one held batch, and its stored cursor (saved
+// with the batch) never skips it: after space comes back, or after a restart from the
+// stored cursor, nothing is lost.
+//
 // Two ways to drive it:
 //  - Start() / RequestStop() / Stop(): the daemon (threads, real time).
 //  - RunOnce(): polls every source once, in order, on the calling thread, then
@@ -37,6 +44,7 @@ struct AgentStats {
   uint64_t poll_failures = 0;
   uint64_t observations_inserted = 0;
   uint64_t observations_duplicate = 0;
+  uint64_t store_failures = 0;  // batches the store refused (disk full...), each held and retried
   uint64_t evaluations = 0;
   uint64_t findings_stored = 0;
   uint64_t diagnoses_stored = 0;
@@ -52,6 +60,11 @@ class Agent {
   static Result<std::unique_ptr<Agent>> CreateWithSources(const AgentConfig& config,
                                                           std::vector<std::unique_ptr<AgentSource>> sources,
                                                           const Clock& clock, Logger& logger);
+  // Same with the store given too, already open (tests: a store whose commits fail on
+  // demand, Store::SetFileSizeLimit); config.agent.store_path is not used.
+  static Result<std::unique_ptr<Agent>> CreateWithStore(const AgentConfig& config, std::unique_ptr<Store> store,
+                                                        std::vector<std::unique_ptr<AgentSource>> sources,
+                                                        const Clock& clock, Logger& logger);
   ~Agent();  // Stop()s if running
   Agent(const Agent&) = delete;
   Agent& operator=(const Agent&) = delete;
@@ -64,6 +77,10 @@ class Agent {
   // this is the simulator's lockstep: same sources, same cadence, no threads.
   // Sets *evaluated (when given) to whether an evaluation ran. Not while Start()ed.
   Status RunDue(bool* evaluated = nullptr);
+  // The monotonic time at which RunDue will next poll a source or evaluate (now when
+  // something is due already). The simulator's lockstep moves its fake clock straight
+  // there, so idle stretches cost nothing and every poll still happens on schedule.
+  int64_t NextDueNs() const;
   void Start();
   // Asks every thread to finish (async-signal-unsafe: call from a normal thread).
   void RequestStop();
@@ -84,6 +101,8 @@ class Agent {
         std::vector<std::unique_ptr<AgentSource>> sources, std::unique_ptr<Topology> topology, const Clock& clock,
         Logger& logger);
   void PollOne(SourceState& s);
+  // One batch into the pipeline; false when the store refused it (the batch is intact).
+  bool StoreBatch(SourceState& s, SourceBatch& batch);
   Status EvaluateNow();
   void SourceLoop(SourceState& s);
   void EvaluateLoop();

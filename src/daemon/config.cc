@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/time.h"
+#include "sources/workload/http_server.h"
 
 namespace faultline::daemon {
 namespace {
@@ -133,6 +134,7 @@ Status ReadRedfish(SectionReader& r, RedfishSection& s) {
   r.Read("password_file", s.password_file);
   r.Read("ca_file", s.ca_file);
   r.Read("insecure", s.insecure);
+  r.Read("allow_http", s.allow_http);
   r.ReadDuration("interval", s.interval_ns);
   r.ReadDuration("sweep_deadline", s.sweep_deadline_ns);
   r.Read("events", s.events);
@@ -147,6 +149,8 @@ Status ReadSysfs(SectionReader& r, SysfsSection& s) {
 }
 Status ReadWorkload(SectionReader& r, WorkloadSection& s) {
   r.Read("listen", s.listen);
+  r.Read("token_file", s.token_file);
+  r.Read("token_env", s.token_env);
   r.Read("file", s.file);
   r.ReadDuration("interval", s.interval_ns);
   return r.Finish();
@@ -162,8 +166,15 @@ Status CheckValues(const AgentConfig& c) {
   if (c.agent.store_path.empty()) return Bad("agent.store_path", "must not be empty");
   if (c.kmsg.enabled && c.kmsg.path.empty()) return Bad("kmsg.path", "must not be empty when enabled");
   if (c.sysfs.enabled && c.sysfs.root.empty()) return Bad("sysfs.root", "must not be empty when enabled");
-  if (!c.workload.listen.empty() && c.workload.listen.rfind(':') == std::string::npos) {
-    return Bad("workload.listen", "expected HOST:PORT");
+  if (!c.workload.listen.empty()) {
+    auto address = ParseListenAddress(c.workload.listen);
+    if (!address.ok() || c.workload.listen.rfind(':') == std::string::npos) {
+      return Bad("workload.listen", "expected HOST:PORT");
+    }
+    const bool token = !c.workload.token_file.empty() || !c.workload.token_env.empty();
+    if (auto policy = CheckListenPolicy(*address, token); !policy.ok()) {
+      return Bad("workload.listen", "not loopback: set workload.token_file or workload.token_env");
+    }
   }
   return Status::Ok();
 }
@@ -272,6 +283,7 @@ user = ""                                  # "" = $FAULTLINE_BMC_USER / $FAULTLI
 password_file = ""                         # first line = password, mode 0600
 ca_file = ""                               # PEM bundle to trust instead of the system store
 insecure = false                           # skip TLS verification (lab BMCs only)
+allow_http = false                         # allow a plain http:// url (credentials cross in clear)
 interval = "60s"
 sweep_deadline = "120s"
 events = true                              # follow the BMC's SSE event stream when it offers one
@@ -284,6 +296,8 @@ topology_file = ""
 
 [workload]
 listen = ""                                # "" = off, e.g. "127.0.0.1:9464" (POST /v1/workload)
+token_file = ""                            # bearer token file; required for a non-loopback listen
+token_env = ""                             # or the environment variable holding the token
 file = ""                                  # "" = off; report lines appended by jobs
 interval = "1s"
 

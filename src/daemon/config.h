@@ -53,6 +53,7 @@ struct RedfishSection {
   std::string password_file;  // first line = password; must be mode 0600
   std::string ca_file;        // PEM bundle to trust instead of the system store
   bool insecure = false;      // skip TLS verification (lab BMCs only)
+  bool allow_http = false;    // allow a plain http:// url (credentials in clear; refused otherwise)
   int64_t interval_ns = 60'000'000'000;
   int64_t sweep_deadline_ns = 120'000'000'000;
   bool events = true;  // follow the EventService SSE stream when advertised
@@ -66,7 +67,9 @@ struct SysfsSection {
 };
 
 struct WorkloadSection {
-  std::string listen;                   // "" = off; "127.0.0.1:9464" = HTTP POST endpoint
+  std::string listen;                   // "" = off; "127.0.0.1:9464" (or ":9464") = HTTP POST endpoint
+  std::string token_file;               // bearer token (first line); required when listen is not loopback
+  std::string token_env;                // or: the environment variable holding it
   std::string file;                     // "" = off; report lines appended by jobs
   int64_t interval_ns = 1'000'000'000;  // how often the file / queue is drained
 };

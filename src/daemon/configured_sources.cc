@@ -66,7 +66,7 @@ Result<std::vector<std::unique_ptr<AgentSource>>> MakeConfiguredSources(const Ag
     if (!cursor.ok()) return cursor.status();
     sources.push_back(MakeWorkloadFileSource(config.workload.file, node, clock, *cursor));
   }
-  if (!config.workload.listen.empty()) sources.push_back(MakeWorkloadHttpSource(config.workload.listen, node, clock));
+  if (!config.workload.listen.empty()) sources.push_back(MakeWorkloadHttpSource(config.workload, node, clock));
   return sources;
 }
 

@@ -2,6 +2,7 @@
 #include <sys/stat.h>
 
 #include <charconv>
+#include <fstream>
 
 #include "daemon/sources.h"
 #include "sources/kmsg/devkmsg.h"
@@ -10,11 +11,30 @@
 #include "sources/sysfs/fs.h"
 #include "sources/workload/file_source.h"
 #include "sources/workload/tailer.h"
+#include "store/dedup_key.h"
 
 namespace faultline::daemon {
 namespace {
 
 constexpr const char* kKmsgSource = "kmsg";
+
+// This boot's identity ("" when the kernel does not say).
+std::string ReadBootId() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  return id;
+}
+
+// A kernel line dated only by its monotonic time gets its UTC from an estimate of the
+// boot time (wall clock - boot clock, read at the reader's start), which comes out a
+// little different at every start. Naming the boot on such an observation lets the
+// store's dedup key (store/dedup_key.h) use boot + monotonic time instead of that
+// estimate, so re-reading the same line after a restart (or from an identical copy of
+// the log) is recognised as the same fact.
+void NameBootOfDerivedTime(Observation& o, const std::string& boot_id) {
+  if (!boot_id.empty() && o.mono_us) o.attrs[std::string(store::kBootIdAttr)] = boot_id;
+}
 
 class KmsgFileSource final : public AgentSource {
  public:
@@ -33,6 +53,7 @@ class KmsgFileSource final : public AgentSource {
       options.node = node_;
       // "[ 123.4]" lines are dated from this host's boot time.
       options.boot_time_ns = clock_.NowNs() - clock_.BootTimeNs();
+      boot_time_ns_ = *options.boot_time_ns;
       auto reader = KernelLogReader::Create(options);
       if (!reader.ok()) return reader.status();
       reader_ = std::move(reader).value();
@@ -46,7 +67,12 @@ class KmsgFileSource final : public AgentSource {
     reader_->Finish();
     SourceBatch batch;
     batch.observations = reader_->TakeObservations();
-    for (Observation& o : batch.observations) o.node = node_;
+    for (Observation& o : batch.observations) {
+      o.node = node_;
+      // Only the lines the reader dated from the boot estimate; a line's own date
+      // (syslog, journal) is already stable.
+      if (o.mono_us && o.time_ns == boot_time_ns_ + *o.mono_us * 1000) NameBootOfDerivedTime(o, boot_id_);
+    }
     if (tail->oversized_lines > 0) {
       batch.warnings.push_back(std::to_string(tail->oversized_lines) + " oversized lines skipped in " + path_);
     }
@@ -65,6 +91,8 @@ class KmsgFileSource final : public AgentSource {
   const Clock& clock_;
   FileTailer tailer_;
   std::unique_ptr<KernelLogReader> reader_;
+  int64_t boot_time_ns_ = 0;  // the estimate the reader dates "[ 123.4]" lines with
+  std::string boot_id_ = ReadBootId();
 };
 
 class KmsgDeviceSource final : public AgentSource {
@@ -98,6 +126,8 @@ class KmsgDeviceSource final : public AgentSource {
     }
     SourceBatch batch;
     batch.observations = std::move(read->observations);
+    // /dev/kmsg records carry only the monotonic time: every date is the boot estimate.
+    for (Observation& o : batch.observations) NameBootOfDerivedTime(o, boot_id_);
     for (const KmsgGap& gap : read->gaps) {
       batch.warnings.push_back("kmsg ring overwrote records " + std::to_string(gap.first_lost_seq) + ".." +
                                std::to_string(gap.last_lost_seq));
@@ -115,6 +145,7 @@ class KmsgDeviceSource final : public AgentSource {
   const Clock& clock_;
   std::optional<uint64_t> last_seq_;
   std::unique_ptr<KmsgReader> reader_;
+  std::string boot_id_ = ReadBootId();
 };
 
 class SysfsSource final : public AgentSource {

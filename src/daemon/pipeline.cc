@@ -2,8 +2,7 @@
 
 #include <algorithm>
 
-#include "engine/offline/offline.h"
-#include "sources/workload/slowdown.h"
+#include "engine/detect/all_detectors.h"
 #include "store/store.h"
 
 namespace faultline::daemon {
@@ -23,8 +22,25 @@ std::string DiagnosisSignature(const Diagnosis& d) {
 }  // namespace
 
 std::string FindingKey(const Finding& f) {
-  return std::string(ToString(f.layer)) + "|" + std::string(ToString(f.fault_class)) + "|" + f.component.Id() + "|" +
-         std::to_string(f.first_ns);
+  std::string key;
+  auto field = [&key](std::string_view s) {
+    key += std::to_string(s.size());
+    key += ':';
+    key += s;
+  };
+  field(ToString(f.layer));
+  field(ToString(f.fault_class));
+  field(f.component.Id());
+  field(std::to_string(f.first_ns));
+  if (!f.evidence.empty()) {
+    const Evidence& e = f.evidence.front();
+    field(ToString(e.source));
+    field(std::to_string(e.time_ns));
+    field(e.mono_us ? std::to_string(*e.mono_us) : std::string("-"));
+    field(e.component);
+    field(e.text);
+  }
+  return key;
 }
 
 PipelineOptions PipelineOptionsFor(const AgentConfig& config) {
@@ -35,7 +51,12 @@ PipelineOptions PipelineOptionsFor(const AgentConfig& config) {
 }
 
 Pipeline::Pipeline(Store& store, std::string node, PipelineOptions options, const Topology* topology)
-    : store_(store), node_(std::move(node)), options_(options), detectors_(MakeAllDetectors(topology)) {
+    : store_(store),
+      node_(std::move(node)),
+      options_(options),
+      context_(Inventory{}, IsolateContextOptions{.max_workload = options.max_recent_observations}),
+      detectors_(MakeAllDetectors(
+          {.topology = topology, .inventory = &context_.inventory(), .history_ns = options.window_ns})) {
   if (options_.store_unchanged_heartbeat_ns > 0) {
     filter_ =
         std::make_unique<ChangeFilter>(ChangeFilterOptions{.heartbeat_ns = options_.store_unchanged_heartbeat_ns});
@@ -66,13 +87,17 @@ Status Pipeline::WarmStart(int64_t now_ns) {
   auto findings = store_.ListFindings(rq);
   if (!findings.ok()) return findings.status();
   for (const auto& row : findings->rows) stored_findings_[FindingKey(row.value)] = row.value;
-  auto diagnoses = store_.ListDiagnoses(rq);
-  if (!diagnoses.ok()) return diagnoses.status();
-  if (!diagnoses->rows.empty()) stored_primary_ = DiagnosisSignature(diagnoses->rows.back().value);
+  // The newest stored diagnosis whatever its time: a "none" diagnosis has no time span,
+  // so a window query would miss it and a restart would store it again.
+  auto latest = store_.LatestDiagnosis(node_);
+  if (!latest.ok()) return latest.status();
+  if (latest->has_value()) stored_primary_ = DiagnosisSignature((*latest)->value);
   return Status::Ok();
 }
 
-Result<AppendStats> Pipeline::Ingest(Layer layer, SourceBatch batch) {
+Result<AppendStats> Pipeline::Ingest(Layer layer, SourceBatch batch) { return TryIngest(layer, batch); }
+
+Result<AppendStats> Pipeline::TryIngest(Layer layer, SourceBatch& batch) {
   std::lock_guard<std::mutex> lock(mu_);
   for (Observation& o : batch.observations) {
     if (o.node.empty()) o.node = node_;
@@ -83,7 +108,18 @@ Result<AppendStats> Pipeline::Ingest(Layer layer, SourceBatch batch) {
                    [](const Observation& a, const Observation& b) { return a.time_ns < b.time_ns; });
   auto stats = StoreBatch(batch);
   if (!stats.ok()) return stats;
-  for (const Observation& o : batch.observations) Feed(o);
+  // A pure duplicate is a fact the store already had, so the detectors already saw it
+  // (live, or replayed by the warm start): fed again it would be counted twice (an
+  // identical copy of a log read after a restart re-stored every finding with double
+  // counts).
+  const std::vector<size_t>& known = stats->duplicate_indexes;  // ascending
+  for (size_t i = 0, k = 0; i < batch.observations.size(); ++i) {
+    if (k < known.size() && known[k] == i) {
+      ++k;
+      continue;
+    }
+    Feed(batch.observations[i]);
+  }
   // The source's own layer had data even when its readings are filed under another
   // (NVML's NVLink/PCIe readings are fabric-layer).
   if (!batch.observations.empty()) {
@@ -96,8 +132,11 @@ Result<AppendStats> Pipeline::Ingest(Layer layer, SourceBatch batch) {
 Result<AppendStats> Pipeline::StoreBatch(const SourceBatch& batch) {
   if (filter_ == nullptr) return store_.Append(batch.observations, batch.cursors);
   std::vector<Observation> kept;
-  for (const Observation& o : batch.observations) {
-    if (filter_->Keep(o)) kept.push_back(o);
+  std::vector<size_t> kept_at;  // the batch position of each kept observation
+  for (size_t i = 0; i < batch.observations.size(); ++i) {
+    if (!filter_->Keep(batch.observations[i])) continue;
+    kept.push_back(batch.observations[i]);
+    kept_at.push_back(i);
   }
   if (kept.empty() && batch.cursors.empty()) {
     stats_.observations_unchanged += batch.observations.size();
@@ -110,6 +149,7 @@ Result<AppendStats> Pipeline::StoreBatch(const SourceBatch& batch) {
     return stats;
   }
   stats_.observations_unchanged += batch.observations.size() - kept.size();
+  for (size_t& i : stats->duplicate_indexes) i = kept_at[i];  // positions in the batch, still ascending
   return stats;
 }
 
@@ -119,55 +159,37 @@ PipelineStats Pipeline::stats() const {
 }
 
 void Pipeline::Feed(const Observation& obs) {
+  context_.Observe(obs);  // first: the detectors read the inventory it fills
   for (auto& d : detectors_) d->Observe(obs);
   layer_last_seen_ns_[obs.layer] = std::max(layer_last_seen_ns_[obs.layer], obs.time_ns);
-  if (obs.layer == Layer::kWorkload) {
-    workload_.push_back(obs);
-    while (workload_.size() > options_.max_recent_observations) workload_.pop_front();
-    return;
-  }
-  Observation& slot = latest_[{obs.component.Id(), obs.kind}];
-  if (slot.time_ns <= obs.time_ns) slot = obs;
 }
 
 IsolateInput Pipeline::BuildInput(std::vector<Finding> findings, int64_t now_ns) const {
-  const int64_t since = now_ns - options_.window_ns;
-  IsolateInput in;
-  in.findings = std::move(findings);
-  for (const auto& [key, o] : latest_) {
-    if (o.time_ns >= since) in.observations.push_back(o);
-  }
-  std::vector<Observation> workload;
-  for (const Observation& o : workload_) {
-    if (o.time_ns < since) continue;
-    in.observations.push_back(o);
-    workload.push_back(o);
-  }
+  IsolateInputParts parts = context_.Parts();
+  parts.findings = std::move(findings);
+  // Open at the end: a BMC clock running ahead dates readings after now.
+  parts.window = {.since_ns = now_ns - options_.window_ns, .until_ns = 0};
   for (const auto& [layer, last] : layer_last_seen_ns_) {
-    if (last >= since) in.layers_with_data.insert(layer);
+    if (last >= parts.window.since_ns) parts.layers_with_data.insert(layer);
   }
-  for (const Finding& f : in.findings) in.layers_with_data.insert(f.layer);
-  // "Slow" is measured from the jobs' own step times, never guessed.
-  const SlowdownVerdict slow = DetectNodeSlowdown(workload);
-  if (slow.slow) {
-    in.slowdown_reported = true;
-    in.symptom_ns = slow.began_ns;
-  }
-  return in;
+  return BuildIsolateInput(std::move(parts));
 }
 
 Result<EvaluateResult> Pipeline::Evaluate(int64_t now_ns) {
   std::lock_guard<std::mutex> lock(mu_);
   const int64_t since = now_ns - options_.window_ns;
-  while (!workload_.empty() && workload_.front().time_ns < since) workload_.pop_front();
-  std::erase_if(latest_, [since](const auto& entry) { return entry.second.time_ns < since; });
+  context_.Forget(since);
   EvaluateResult result;
   std::vector<Finding> findings;
   for (const auto& d : detectors_) {
     for (Finding& f : d->Findings()) findings.push_back(std::move(f));
   }
+  std::map<std::string, int> keys_seen;  // this evaluation's keys
   for (const Finding& f : findings) {
-    const std::string key = FindingKey(f);
+    std::string key = FindingKey(f);
+    // Two findings identical down to their first evidence line: told apart by their
+    // order (detectors are deterministic), so neither overwrites the other every time.
+    if (const int n = keys_seen[key]++; n > 0) key += "#" + std::to_string(n);
     auto it = stored_findings_.find(key);
     if (it != stored_findings_.end() && SameForStorage(it->second, f)) continue;
     auto id = store_.PutFinding(node_, f);

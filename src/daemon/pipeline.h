@@ -23,6 +23,7 @@
 #include "daemon/config.h"
 #include "daemon/source.h"
 #include "engine/detect/detector.h"
+#include "engine/isolate/input.h"
 #include "engine/isolate/isolator.h"
 #include "parse/topology.h"
 #include "store/records.h"
@@ -70,8 +71,14 @@ class Pipeline {
   Status WarmStart(int64_t now_ns);
   // Stores the batch's cursors and its observations minus the unchanged periodic
   // readings in one transaction (the cursors even when every observation was dropped),
-  // then feeds every observation to the detectors. On a store error nothing is fed.
+  // then feeds the detectors every observation except those the store already had
+  // (pure duplicates: the detectors saw them when they were stored, or at warm start).
+  // On a store error nothing is fed.
   Result<AppendStats> Ingest(Layer layer, SourceBatch batch);
+  // Ingest that leaves `batch` whole on a store error (a full disk), with its node
+  // filled in and its observations in time order, so the caller can hold it and retry
+  // it later instead of losing it; a retry of a batch is exactly one ingest.
+  Result<AppendStats> TryIngest(Layer layer, SourceBatch& batch);
   // Collects findings, stores the new/changed ones, runs the isolator over the window
   // ending at now_ns and stores the primary diagnosis when it changed.
   Result<EvaluateResult> Evaluate(int64_t now_ns);
@@ -87,12 +94,12 @@ class Pipeline {
   Store& store_;
   std::string node_;
   PipelineOptions options_;
+  // The isolator's context, kept to the window because it is rebuilt at every
+  // evaluation: the GPU inventory (shared with the detectors, so one GPU is one
+  // component), the latest reading per (component, kind) and the workload reports.
+  // Declared before detectors_, which point into it.
+  IsolateContext context_;
   std::vector<std::unique_ptr<Detector>> detectors_;
-  // The isolator's context, kept small because it is rebuilt at every evaluation: the
-  // latest reading per (component, kind) of each layer (what rules a layer out), and
-  // the workload reports of the window (what says "slow").
-  std::map<std::pair<std::string, ObsKind>, Observation> latest_;
-  std::deque<Observation> workload_;
   std::map<Layer, int64_t> layer_last_seen_ns_;     // which layers had data, and when
   std::map<std::string, Finding> stored_findings_;  // by FindingKey, as last written
   std::optional<std::string> stored_primary_;       // signature of the last stored primary
@@ -100,7 +107,13 @@ class Pipeline {
   PipelineStats stats_;
 };
 
-// Identity of a finding across evaluations: layer, class, component, start.
+// Identity of a finding across evaluations and restarts: layer, class, component,
+// start, and the event that started it (its first evidence line: source, times,
+// component, text). Two distinct findings of one class on one component that began in
+// the same instant (an XID 13's GPC/TPC line and its ESR line, same pid, same second)
+// therefore never share a key, while a finding that grows (later evidence, count,
+// last_ns, severity) keeps its key. Fields are length-prefixed, so no text can pose
+// as another field.
 std::string FindingKey(const Finding& f);
 
 }  // namespace faultline::daemon

@@ -17,8 +17,7 @@
 #include "sources/redfish/event_stream.h"
 #include "sources/redfish/redfish_client.h"
 #include "sources/redfish/redfish_collector.h"
-#include "sources/workload/http_mount.h"
-#include "sources/workload/queue.h"
+#include "sources/workload/http_server.h"
 
 namespace faultline::daemon {
 namespace {
@@ -264,6 +263,7 @@ class RedfishSource final : public AgentSource {
   static redfish::RedfishClientOptions ClientOptions(const RedfishSection& o) {
     redfish::RedfishClientOptions co;
     co.base_url = o.url;
+    co.allow_http = o.allow_http;  // refused unless set; the client warns when it is
     auto creds = LoadCredentials(o);
     if (creds.ok()) co.credentials = *creds;
     return co;
@@ -279,62 +279,45 @@ class RedfishSource final : public AgentSource {
   bool logged_in_ = false;
 };
 
+// The hardening (loopback default, bearer token, read timeouts, body cap, own node
+// only) lives in WorkloadHttpServer; this adapter starts it at the first poll.
 class WorkloadHttpSource final : public AgentSource {
  public:
-  WorkloadHttpSource(std::string listen, const std::string& node, const Clock& clock)
-      : listen_(std::move(listen)), clock_(clock) {
-    options_.node = node;
-  }
+  WorkloadHttpSource(const WorkloadSection& section, const std::string& node, const Clock& clock)
+      : section_(section), node_(node), clock_(clock) {}
   ~WorkloadHttpSource() override { Shutdown(); }
 
   std::string name() const override { return "workload_http"; }
   Layer layer() const override { return Layer::kWorkload; }
 
   Result<SourceBatch> Poll(int64_t /*deadline_mono_ns*/) override {
-    if (!thread_.joinable()) {
-      if (Status s = Listen(); !s.ok()) return s;
-    }
     SourceBatch batch;
-    batch.observations = queue_.Drain();
+    if (server_ == nullptr) {
+      auto token = LoadBearerToken(section_.token_file, section_.token_env);
+      if (!token.ok()) return token.status();
+      WorkloadServerOptions o;
+      o.listen = section_.listen;
+      o.http.node = node_;
+      o.token = std::move(*token);
+      auto server = std::make_unique<WorkloadHttpServer>(std::move(o), clock_);
+      auto warnings = server->Start();
+      if (!warnings.ok()) return warnings.status();  // retried with a fresh server
+      batch.warnings = std::move(*warnings);
+      server_ = std::move(server);
+    }
+    batch.observations = server_->Drain();
     return batch;
   }
 
   void Shutdown() override {
-    if (!thread_.joinable()) return;
-    server_.stop();
-    thread_.join();
+    if (server_ != nullptr) server_->Stop();
   }
 
  private:
-  Status Listen() {
-    const size_t colon = listen_.rfind(':');
-    std::string host = listen_.substr(0, colon);
-    if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-    int port = 0;
-    const std::string p = listen_.substr(colon + 1);
-    if (std::from_chars(p.data(), p.data() + p.size(), port).ec != std::errc() || port <= 0 || port > 65535) {
-      return Status(StatusCode::kInvalidArgument, "workload: bad listen port in " + listen_);
-    }
-    if (!mounted_) {
-      server_.set_payload_max_length(options_.max_body_bytes);
-      MountWorkloadEndpoint(server_, options_, clock_,
-                            [this](std::vector<Observation> b) { return queue_.Push(std::move(b)); });
-      mounted_ = true;
-    }
-    if (!server_.bind_to_port(host, port)) {
-      return Status(StatusCode::kUnavailable, "workload: cannot listen on " + listen_);
-    }
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    return Status::Ok();
-  }
-
-  std::string listen_;
+  WorkloadSection section_;
+  std::string node_;
   const Clock& clock_;
-  WorkloadHttpOptions options_;
-  ObservationQueue queue_;
-  httplib::Server server_;
-  bool mounted_ = false;
-  std::thread thread_;
+  std::unique_ptr<WorkloadHttpServer> server_;
 };
 
 }  // namespace
@@ -353,9 +336,9 @@ std::unique_ptr<AgentSource> MakeRedfishSource(const RedfishSection& options, co
   return std::make_unique<RedfishSource>(options, node, clock, cursors);
 }
 
-std::unique_ptr<AgentSource> MakeWorkloadHttpSource(const std::string& listen, const std::string& node,
+std::unique_ptr<AgentSource> MakeWorkloadHttpSource(const WorkloadSection& section, const std::string& node,
                                                     const Clock& clock) {
-  return std::make_unique<WorkloadHttpSource>(listen, node, clock);
+  return std::make_unique<WorkloadHttpSource>(section, node, clock);
 }
 
 }  // namespace faultline::daemon

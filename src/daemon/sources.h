@@ -46,9 +46,10 @@ std::unique_ptr<AgentSource> MakeRedfishSource(const RedfishSection& options, co
 // Workload report lines appended to a file; cursor as WorkloadFileSource.
 std::unique_ptr<AgentSource> MakeWorkloadFileSource(const std::string& path, const std::string& node,
                                                     const Clock& clock, std::optional<std::string> cursor);
-// Workload reports POSTed to http://<listen>/v1/workload; the server runs on its own
-// thread from the first poll until Shutdown, each poll drains what arrived.
-std::unique_ptr<AgentSource> MakeWorkloadHttpSource(const std::string& listen, const std::string& node,
+// Workload reports POSTed to http://<listen>/v1/workload (WorkloadHttpServer: loopback
+// by default, bearer token from token_file/token_env required elsewhere); the server
+// runs on its own threads from the first poll until Shutdown, each poll drains what arrived.
+std::unique_ptr<AgentSource> MakeWorkloadHttpSource(const WorkloadSection& section, const std::string& node,
                                                     const Clock& clock);
 
 // Every source the config enables, with cursors read from `store`. A source whose

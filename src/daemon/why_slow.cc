@@ -5,59 +5,83 @@
 #include <map>
 
 #include "daemon/pipeline.h"
-#include "sources/workload/slowdown.h"
+#include "engine/detect/workload_detector.h"
+#include "engine/isolate/input.h"
 #include "store/store.h"
 
 namespace faultline::daemon {
+
+namespace {
+
+// An open bound (0) as the store's "everything" bound.
+int64_t Since(const WhySlowQuery& q) { return q.since_ns != 0 ? q.since_ns : std::numeric_limits<int64_t>::min(); }
+int64_t Until(const WhySlowQuery& q) { return q.until_ns != 0 ? q.until_ns : std::numeric_limits<int64_t>::max(); }
+
+// The latest stored version of each finding overlapping the window (the agent re-stores
+// a finding when it changes). The workload layer's are left out: the slowdown is judged
+// again over the question's window; the agent judged it over its own sliding window.
+Result<std::vector<Finding>> StoredFindings(Store& store, const WhySlowQuery& query, WhySlowAnswer& answer) {
+  RecordQuery rq;
+  rq.node = query.node;
+  rq.since_ns = Since(query);
+  rq.until_ns = Until(query);
+  rq.limit = 0;
+  auto rows = store.ListFindings(rq);
+  if (!rows.ok()) return rows.status();
+  answer.bad_rows += rows->bad_rows.size();
+  std::map<std::string, std::pair<int64_t, Finding>> latest;  // key -> (row id, finding)
+  for (auto& row : rows->rows) {
+    auto& slot = latest[FindingKey(row.value)];
+    if (row.id >= slot.first) slot = {row.id, std::move(row.value)};
+  }
+  std::vector<Finding> findings;
+  for (auto& [key, entry] : latest) {
+    if (entry.second.layer != Layer::kWorkload) findings.push_back(std::move(entry.second));
+  }
+  answer.findings = findings.size();
+  return findings;
+}
+
+// The window's stored observations (the newest max_observations), oldest first, through
+// the same context the agent and `diagnose` keep, and the workload detector.
+Status ReadObservations(Store& store, const WhySlowQuery& query, IsolateContext& context, Detector& slowdown,
+                        WhySlowAnswer& answer) {
+  ObservationQuery oq;
+  oq.node = query.node;
+  oq.since_ns = Since(query);
+  oq.until_ns = Until(query);
+  oq.limit = query.max_observations;
+  oq.newest_first = true;
+  auto rows = store.QueryObservations(oq);
+  if (!rows.ok()) return rows.status();
+  answer.bad_rows += rows->bad_rows.size();
+  for (auto it = rows->rows.rbegin(); it != rows->rows.rend(); ++it) {
+    context.Observe(it->value);
+    slowdown.Observe(it->value);
+  }
+  answer.observations = rows->rows.size();
+  return Status::Ok();
+}
+
+}  // namespace
 
 Result<WhySlowAnswer> WhySlow(Store& store, const WhySlowQuery& query, const IsolateOptions& options) {
   if (query.node.empty()) return Status(StatusCode::kInvalidArgument, "why-slow: a node is required");
   if (query.since_ns != 0 && query.until_ns != 0 && query.since_ns > query.until_ns) {
     return Status(StatusCode::kInvalidArgument, "why-slow: --since is after --until");
   }
-  const int64_t since = query.since_ns != 0 ? query.since_ns : std::numeric_limits<int64_t>::min();
-  const int64_t until = query.until_ns != 0 ? query.until_ns : std::numeric_limits<int64_t>::max();
   WhySlowAnswer answer;
-
-  RecordQuery rq;
-  rq.node = query.node;
-  rq.since_ns = since;
-  rq.until_ns = until;
-  rq.limit = 0;
-  auto finding_rows = store.ListFindings(rq);
-  if (!finding_rows.ok()) return finding_rows.status();
-  answer.bad_rows += finding_rows->bad_rows.size();
-  std::map<std::string, std::pair<int64_t, Finding>> latest;  // key -> (row id, finding)
-  for (auto& row : finding_rows->rows) {
-    auto& slot = latest[FindingKey(row.value)];
-    if (row.id >= slot.first) slot = {row.id, std::move(row.value)};
-  }
-  std::vector<Finding> findings;
-  for (auto& [key, entry] : latest) findings.push_back(std::move(entry.second));
-  answer.findings = findings.size();
-
-  ObservationQuery oq;
-  oq.node = query.node;
-  oq.since_ns = since;
-  oq.until_ns = until;
-  oq.limit = query.max_observations;
-  oq.newest_first = true;
-  auto obs_rows = store.QueryObservations(oq);
-  if (!obs_rows.ok()) return obs_rows.status();
-  answer.bad_rows += obs_rows->bad_rows.size();
-  std::vector<Observation> observations;
-  observations.reserve(obs_rows->rows.size());
-  for (auto it = obs_rows->rows.rbegin(); it != obs_rows->rows.rend(); ++it) observations.push_back(it->value);
-  answer.observations = observations.size();
-
-  IsolateInput input = MakeWindowInput(findings, observations, query.since_ns, query.until_ns, true);
-  std::vector<Observation> workload;
-  for (const Observation& o : input.observations) {
-    if (o.layer == Layer::kWorkload) workload.push_back(o);
-  }
-  const SlowdownVerdict slow = DetectNodeSlowdown(workload);
-  if (slow.slow) input.symptom_ns = slow.began_ns;
-  answer.diagnoses = Isolate(input, options);
+  auto findings = StoredFindings(store, query, answer);
+  if (!findings.ok()) return findings.status();
+  IsolateContext context;
+  WorkloadDetector slowdown;
+  if (Status read = ReadObservations(store, query, context, slowdown, answer); !read.ok()) return read;
+  IsolateInputParts parts = context.Parts();
+  parts.findings = std::move(findings).value();
+  for (Finding& f : slowdown.Findings()) parts.findings.push_back(std::move(f));
+  parts.window = {.since_ns = query.since_ns, .until_ns = query.until_ns};
+  parts.slowdown_reported = true;
+  answer.diagnoses = Isolate(BuildIsolateInput(std::move(parts)), options);
   return answer;
 }
 

@@ -1,7 +1,10 @@
 // "Why was this node slow between since and until?" answered from the store
 // (`faultline why-slow`): the stored findings whose span overlaps the window (latest
 // version of each, as the agent re-stores a finding when it changes) and the stored
-// observations inside it go through MakeWindowInput and the isolator.
+// observations inside it go through the agent's IsolateContext and BuildIsolateInput
+// (engine/isolate/input.h) and the isolator. The slowdown itself is judged again by the
+// workload detector over the window's stored step times (the question's window, not
+// the agent's sliding one), so the stored workload findings are not used.
 #pragma once
 
 #include <cstdint>

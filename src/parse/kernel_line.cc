@@ -1,5 +1,6 @@
 #include "parse/kernel_line.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "parse/text.h"
@@ -71,6 +72,8 @@ std::string_view SplitDevicePrefix(std::string_view msg, KernelEvent& ev) {
   if (colon == npos || colon > after + 40) return msg;
   ev.driver = msg.substr(0, sp);
   ev.device = bdf;
+  ev.ifname = Trim(msg.substr(after, colon - after));
+  if (ev.ifname.find(' ') != npos) ev.ifname = {};
   return Trim(msg.substr(colon + 1));
 }
 
@@ -271,7 +274,24 @@ bool ParseNvrm(std::string_view msg, KernelEvent& ev) {
   return false;
 }
 
+// The AER / DPC core's own verdict on an uncorrectable error: the link could not be
+// recovered (or was contained by DPC). Reported as a fatal bus error on that device.
+bool ParseAerVerdict(std::string_view rest, KernelEvent& ev) {
+  for (std::string_view verdict :
+       {"device recovery failed", "can't recover", "subordinate device reset failed", "DPC: containment event"}) {
+    if (Contains(rest, verdict)) {
+      ev.type = KT::kAerBusError;
+      ev.severity = "Uncorrected (Fatal)";
+      ev.detail = rest.substr(rest.find(verdict), verdict.size());
+      ev.message = rest;
+      return true;
+    }
+  }
+  return false;
+}
+
 bool ParseAer(std::string_view rest, KernelEvent& ev) {
+  if (ParseAerVerdict(rest, ev)) return true;
   if (StartsWith(rest, "AER: ")) rest = rest.substr(5);
   if (size_t r = rest.find(" error received: "); r != npos) {
     std::string_view sev = rest.substr(0, r);
@@ -313,6 +333,29 @@ bool ParseAer(std::string_view rest, KernelEvent& ev) {
   return false;
 }
 
+// mlx5 health and firmware-command messages (drivers/net/ethernet/mellanox/mlx5/core
+// health.c, cmd.c, events.c): which event the line reports, or "" for none of them.
+std::string_view Mlx5HealthEvent(std::string_view rest) {
+  const bool timeout = Contains(rest, "timeout") || Contains(rest, "Timeout");
+  if (timeout && (Contains(rest, "leak") || Contains(rest, "cmd_work_handler") || Contains(rest, "wait_func"))) {
+    return "fw_cmd_timeout";
+  }
+  if (Contains(rest, "completion arrived after timeout")) return "fw_cmd_late";
+  if (Contains(rest, "health compromised")) return "health_compromised";
+  if (Contains(rest, "unrecoverable hardware error") || Contains(rest, "HW fatal error")) return "hw_error";
+  if (Contains(rest, "Fatal error") && Contains(rest, "detected")) return "fatal_error";
+  if (Contains(rest, "error state") || Contains(rest, "enter_error_state") || Contains(rest, "handling bad device")) {
+    return "error_state";
+  }
+  if (Contains(rest, "synd 0x") || Contains(rest, "Health issue observed")) return "syndrome";
+  if (Contains(rest, "fw_state")) return "fw_state";
+  if (Contains(rest, "TX timeout") || Contains(rest, "tx_timeout")) return "tx_timeout";
+  if (Contains(rest, "High temperature")) return "temperature";
+  if (Contains(rest, "advertised sufficient power")) return "slot_power_ok";
+  if (Contains(rest, "power capability was not advertised")) return "slot_power_unknown";
+  return {};
+}
+
 bool ParseMlx5(std::string_view rest, KernelEvent& ev) {
   if (Contains(rest, "insufficient power on the PCIe slot")) {
     ev.type = KT::kMlx5SlotPower;
@@ -320,6 +363,10 @@ bool ParseMlx5(std::string_view rest, KernelEvent& ev) {
   } else if (Contains(rest, "Port module event")) {
     ev.type = KT::kMlx5ModuleEvent;
     ev.detail = Trim(rest.substr(rest.find("Port module event")));
+  } else if (std::string_view health = Mlx5HealthEvent(rest); !health.empty()) {
+    ev.type = KT::kMlx5Health;
+    ev.event = health;
+    ev.detail = rest;
   } else if (Contains(rest, "Link down")) {
     ev.type = KT::kMlx5LinkDown;
   } else if (Contains(rest, "Link up")) {
@@ -385,6 +432,7 @@ bool ParseHostAndHang(std::string_view msg, KernelEvent& ev) {
     ev.type = KT::kMce;
     ev.message = Trim(msg.substr(msg.find("[Hardware Error]") + 16));
     if (StartsWith(ev.message, ":")) ev.message = Trim(ev.message.substr(1));
+    ev.severity = McaSeverity(ev.message);
     return true;
   }
   if (StartsWith(msg, "EDAC ")) {
@@ -397,7 +445,15 @@ bool ParseHostAndHang(std::string_view msg, KernelEvent& ev) {
       while (start > 0 && IsDigit(msg[start - 1])) --start;
       int64_t n = 1;
       if (start < p) std::from_chars(msg.data() + start, msg.data() + p, n);
-      ev.code = n;
+      ev.code = std::max<int64_t>(n, 1);
+      ev.message = msg;
+      ev.detail = MemoryErrorLocation(msg);
+      return true;
+    }
+    // skx/i10nm_edac announce each machine-check memory error before the CE/UE line.
+    if (Contains(msg, "HANDLING MCE MEMORY ERROR")) {
+      ev.type = KT::kEdac;
+      ev.code = 0;
       ev.message = msg;
       return true;
     }
@@ -421,7 +477,75 @@ bool ParseHostAndHang(std::string_view msg, KernelEvent& ev) {
   return false;
 }
 
+// "...DIMM..." word: letters, digits and _#.- around the match, as printed.
+std::string_view WordAround(std::string_view s, size_t pos) {
+  auto word = [](char c) {
+    return IsHexDigit(c) || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' || c == '#' || c == '-' ||
+           c == '.';
+  };
+  size_t b = pos, e = pos;
+  while (b > 0 && word(s[b - 1])) --b;
+  while (e < s.size() && word(s[e])) ++e;
+  while (e > b && (s[e - 1] == '.' || s[e - 1] == '-')) --e;
+  return s.substr(b, e - b);
+}
+
 }  // namespace
+
+std::string_view McaSeverity(std::string_view msg) {
+  if (Contains(msg, "Machine Check Exception") || Contains(msg, "Fatal machine check") ||
+      Contains(msg, "Uncorrected error")) {
+    return "UE";
+  }
+  if (size_t bank = msg.find("Bank "); bank != npos) {
+    size_t colon = msg.find(": ", bank);
+    if (colon != npos) {
+      size_t p = colon + 2;
+      const size_t start = p;
+      uint64_t status = 0;
+      while (p < msg.size() && IsHexDigit(msg[p]) && p - start < 16) ++p;
+      if (p > start && std::from_chars(msg.data() + start, msg.data() + p, status, 16).ec == std::errc()) {
+        const bool valid = (status >> 63) & 1u;
+        const bool uncorrected = (status >> 61) & 1u;
+        if (valid) return uncorrected ? "UE" : "CE";
+      }
+    }
+  }
+  if (Contains(msg, "Corrected error")) return "CE";
+  return {};
+}
+
+std::string_view MemoryErrorLocation(std::string_view msg) {
+  if (size_t p = msg.find("DIMM location: "); p != npos) {
+    std::string_view v = Trim(msg.substr(p + 15));
+    v = v.substr(0, v.find_first_of(" ,;("));
+    if (!v.empty() && v != "not" && v != "unknown") return v;
+  }
+  // A word holding the location: "CPU_SrcID#0_MC#0_Chan#1_DIMM#0", "DIMM_A1", "mc#0csrow#3channel#1".
+  for (std::string_view marker : {"DIMM#", "DIMM_", "csrow#"}) {
+    if (size_t p = msg.find(marker); p != npos) {
+      if (std::string_view w = WordAround(msg, p); !w.empty()) return w;
+    }
+  }
+  // "DIMM A1" / "DIMM 2": the marker and the short word after it.
+  if (size_t p = msg.find("DIMM "); p != npos) {
+    size_t e = p + 5;
+    while (e < msg.size() && msg[e] != ' ' && msg[e] != ',' && msg[e] != ')' && msg[e] != ':' && msg[e] != ';') ++e;
+    const std::string_view word = msg.substr(p + 5, e - p - 5);
+    if (!word.empty() && word.size() <= 8 && word != "location" && (e >= msg.size() || msg[e] != ':')) {
+      return msg.substr(p, e - p);
+    }
+  }
+  if (size_t p = msg.find("(channel:"); p != npos) {
+    size_t slot = msg.find(" slot:", p);
+    if (slot != npos && slot - p < 16) {
+      size_t e = slot + 6;
+      while (e < msg.size() && IsDigit(msg[e])) ++e;
+      return msg.substr(p + 1, e - p - 1);
+    }
+  }
+  return {};
+}
 
 KernelEvent ClassifyKernelMessage(std::string_view msg) {
   KernelEvent ev;
@@ -483,6 +607,8 @@ std::string_view ToString(KernelEventType t) {
       return "mlx5_link_down";
     case KT::kMlx5LinkUp:
       return "mlx5_link_up";
+    case KT::kMlx5Health:
+      return "mlx5_health";
     case KT::kSoftLockup:
       return "soft_lockup";
     case KT::kHungTask:

@@ -4,8 +4,10 @@
 // failures. Facts about the formats are in SIGNALS.md.
 //
 // Pure and allocation-free: the returned event holds string_views into `msg`, so it is
-// valid only as long as the caller's buffer. Unknown lines return type kNone; nothing
-// here throws or fails on any input.
+// valid only as long as the caller's buffer; the exceptions are a derived `severity`
+// ("UE"/"CE" from an MCE bank status, "Uncorrected (Fatal)" for an AER/DPC verdict) and
+// `event`, which are static constants. Unknown lines return type kNone; nothing here
+// throws or fails on any input.
 #pragma once
 
 #include <cstdint>
@@ -23,15 +25,19 @@ enum class KernelEventType : uint8_t {
   kGpuUuid,           // "NVRM: GPU at PCI:<bdf>: GPU-<uuid>"
   kGpuSerial,         // "NVRM: GPU Board Serial Number: <serial>"
   kAerReceived,       // "<port>: AER: [Multiple] Corrected error received: <source bdf>"
-  kAerBusError,       // "<dev>: [AER: ]PCIe Bus Error: severity=..., type=..., (...)"
+  kAerBusError,       // "<dev>: [AER: ]PCIe Bus Error: severity=..., type=..., (...)"; also the AER/DPC
+                      // core's verdicts "AER: device recovery failed", "AER: can't recover (...)",
+                      // "DPC: containment event": severity "Uncorrected (Fatal)", detail = the verdict
   kAerStatus,         // "<dev>:   device [vvvv:dddd] error status/mask=..."
   kAerBit,            // "<dev>:    [ 0] RxErr   (First)"
-  kMce,               // "mce: [Hardware Error]: ..."
-  kEdac,              // "EDAC MC0: 1 CE memory read error on ..." (CE or UE)
+  kMce,               // "mce: [Hardware Error]: ..." (severity from the bank status: CE/UE, else "")
+  kEdac,              // "EDAC MC0: 1 CE memory read error on ..." (CE or UE); detail = DIMM location;
+                      // "EDAC skx MC2: HANDLING MCE MEMORY ERROR" (severity "", code 0)
   kMlx5SlotPower,     // "Detected insufficient power on the PCIe slot (27W)"
   kMlx5ModuleEvent,   // "Port module event[error]: module 0, Cable error, High Temperature"
   kMlx5LinkDown,
   kMlx5LinkUp,
+  kMlx5Health,      // firmware command timeouts, health poller, syndromes, TX timeouts: `event` names which
   kSoftLockup,      // "watchdog: BUG: soft lockup - CPU#12 stuck for 22s! [proc:pid]"
   kHungTask,        // "INFO: task proc:pid blocked for more than 120 seconds."
   kSegfault,        // "proc[pid]: segfault at ... in libnccl.so.2[...]"
@@ -45,6 +51,7 @@ struct KernelEvent {
   KernelEventType type = KernelEventType::kNone;
   std::string_view driver;  // printing driver/device prefix: "pcieport", "nvidia", "mlx5_core", "nvidia-nvswitch3"
   std::string_view device;  // BDF as printed (not normalized), when the line names one
+  std::string_view ifname;  // "<driver> <bdf> <ifname>: ..." (mlx5_0, ibp12s0, ens1f0), when printed
   int64_t code = -1;        // XID/SXid code, AER bit index, EDAC error count
   std::string_view pid;     // as printed ("1234", "'<unknown>'" stripped to "<unknown>")
   std::string_view process;
@@ -52,6 +59,9 @@ struct KernelEvent {
   std::string_view severity;  // "Fatal"/"Non-fatal" (SXid, 144-150), "Corrected"/"Uncorrected (Fatal)" (AER), "CE"/"UE"
   std::string_view detail;    // AER error type / bit name, SXid data, mlx5 module text, library name
   std::string_view source;    // AER: the BDF the error came from (kAerReceived)
+  std::string_view event;     // kMlx5Health: fw_cmd_timeout, fw_cmd_late, health_compromised, fatal_error,
+                              // hw_error, syndrome, error_state, fw_state, tx_timeout, temperature,
+                              // slot_power_ok, slot_power_unknown (a constant, not a view into msg)
   int link = -2;              // NVLink/NVSwitch link number; -1 is printed by the driver for "no link"
   int gpc = -1, tpc = -1;     // XID 13 location
   std::string_view unit;      // XID 144-150 unit mnemonic
@@ -63,6 +73,17 @@ struct KernelEvent {
 };
 
 KernelEvent ClassifyKernelMessage(std::string_view msg);
+
+// Machine-check severity from an "mce: [Hardware Error]:" message (the text after the
+// prefix, or the whole line): "UE" when the bank status has the UC bit (61) set or the
+// line reports a Machine Check Exception / fatal machine check, "CE" for a bank status
+// without UC, "" when the line does not say (e.g. "Machine check events logged").
+std::string_view McaSeverity(std::string_view msg);
+
+// The memory location an EDAC / GHES line names, as printed: "CPU_SrcID#0_MC#0_Chan#1_DIMM#0",
+// "mc#0csrow#3channel#1", "DIMM_A1", "channel:1 slot:0", a "DIMM location: X" value; "" when
+// the line names none. A view into `msg`.
+std::string_view MemoryErrorLocation(std::string_view msg);
 
 std::string_view ToString(KernelEventType t);
 

@@ -8,34 +8,209 @@
 namespace faultline {
 namespace {
 
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+constexpr size_t kMaxPrefix = 64;  // no prefix form is longer; bounds the work on junk lines
 
-// "[  123.456789]" at the start -> microseconds; returns the offset after "] ".
-bool ParseBracketUptime(std::string_view s, int64_t& mono_us, size_t& after) {
-  if (s.empty() || s[0] != '[') return false;
-  size_t close = s.find(']');
-  if (close == std::string_view::npos || close > 32) return false;
-  std::string_view inner = Trim(s.substr(1, close - 1));
-  size_t dot = inner.find('.');
-  if (dot == std::string_view::npos || dot == 0) return false;
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+bool IsBlank(char c) { return c == ' ' || c == '\t'; }
+bool IsUpper(char c) { return c >= 'A' && c <= 'Z'; }
+bool IsLower(char c) { return c >= 'a' && c <= 'z'; }
+
+// "123.456789" (optional blanks around) -> microseconds.
+bool ParseSecondsDotFraction(std::string_view inner, int64_t& us) {
+  inner = Trim(inner);
+  const size_t dot = inner.find('.');
+  if (dot == std::string_view::npos || dot == 0 || dot > 12) return false;
   int64_t secs = 0, frac = 0;
   auto r1 = std::from_chars(inner.data(), inner.data() + dot, secs);
   std::string_view fs = inner.substr(dot + 1);
   if (r1.ec != std::errc() || r1.ptr != inner.data() + dot || fs.empty() || fs.size() > 9) return false;
   auto r2 = std::from_chars(fs.data(), fs.data() + fs.size(), frac);
-  if (r2.ec != std::errc() || r2.ptr != fs.data() + fs.size()) return false;
+  if (r2.ec != std::errc() || r2.ptr != fs.data() + fs.size() || secs < 0 || frac < 0) return false;
   for (size_t i = fs.size(); i < 6; ++i) frac *= 10;
   for (size_t i = 6; i < fs.size(); ++i) frac /= 10;
-  mono_us = secs * 1'000'000 + frac;
+  us = secs * 1'000'000 + frac;
+  return true;
+}
+
+// The bracketed head of a dmesg line: "[...]"; `after` is the offset past "] ".
+bool BracketInner(std::string_view s, std::string_view& inner, size_t& after) {
+  if (s.empty() || s[0] != '[') return false;
+  const size_t close = s.substr(0, kMaxPrefix).find(']');
+  if (close == std::string_view::npos) return false;
+  inner = s.substr(1, close - 1);
   after = close + 1;
   if (after < s.size() && s[after] == ' ') ++after;
   return true;
 }
 
+// "[  123.456789]" or, with -d / --show-delta, "[  123.456789 <    0.000844>]".
+bool ParseBracketUptime(std::string_view s, int64_t& mono_us, size_t& after) {
+  std::string_view inner;
+  if (!BracketInner(s, inner, after)) return false;
+  if (size_t lt = inner.find('<'); lt != std::string_view::npos && lt > 0 && inner.back() == '>') {
+    inner = inner.substr(0, lt);
+  }
+  return ParseSecondsDotFraction(inner, mono_us);
+}
+
+// dmesg --reltime / --time-format delta lines without a time of their own:
+// "[  +0.000844]" and "[<    0.000844>]".
+bool ParseBracketDelta(std::string_view s, size_t& after) {
+  std::string_view inner;
+  if (!BracketInner(s, inner, after)) return false;
+  inner = Trim(inner);
+  int64_t us = 0;
+  if (inner.size() > 1 && inner.front() == '+') return ParseSecondsDotFraction(inner.substr(1), us);
+  if (inner.size() > 2 && inner.front() == '<' && inner.back() == '>') {
+    return ParseSecondsDotFraction(inner.substr(1, inner.size() - 2), us);
+  }
+  return false;
+}
+
+// dmesg --reltime minute header: "[Feb23 16:24]", "[Dec 1 10:00]", "[Dec  1 10:00]".
+std::optional<int64_t> ParseReltimeHeader(std::string_view inner, int64_t reference_ns) {
+  if (inner.size() < 10 || inner.size() > 13 || !IsUpper(inner[0])) return std::nullopt;
+  size_t pos = 3;
+  while (pos < inner.size() && inner[pos] == ' ') ++pos;
+  const size_t day_start = pos;
+  while (pos < inner.size() && IsDigit(inner[pos])) ++pos;
+  const size_t day_len = pos - day_start;
+  if (day_len < 1 || day_len > 2 || pos >= inner.size() || inner[pos] != ' ') return std::nullopt;
+  const std::string_view hhmm = inner.substr(pos + 1);
+  if (hhmm.size() != 5 || hhmm[2] != ':') return std::nullopt;
+  // Rebuild the syslog form "Mmm dd HH:MM:00" and let the shared time code validate it.
+  char buf[15] = {inner[0], inner[1], inner[2], ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ':', '0', '0'};
+  buf[4] = day_len == 2 ? inner[day_start] : ' ';
+  buf[5] = inner[day_start + day_len - 1];
+  for (size_t i = 0; i < 5; ++i) buf[7 + i] = hhmm[i];
+  return ParseSyslogTime(std::string_view(buf, sizeof buf), reference_ns);
+}
+
+// A syslog program tag token: "kernel:", "sshd[123]:", "systemd-logind[9]:" (no ':' inside).
+bool IsTagToken(std::string_view tok, std::string_view& name, bool& has_pid) {
+  if (tok.size() < 2 || tok.back() != ':') return false;
+  tok.remove_suffix(1);
+  has_pid = false;
+  if (tok.back() == ']') {
+    const size_t open = tok.find('[');
+    if (open == std::string_view::npos || open == 0) return false;
+    for (char c : tok.substr(open + 1, tok.size() - open - 2)) {
+      if (!IsDigit(c)) return false;
+    }
+    has_pid = true;
+    tok = tok.substr(0, open);
+  }
+  for (char c : tok) {
+    if (!(IsDigit(c) || IsUpper(c) || IsLower(c) || c == '-' || c == '_' || c == '.' || c == '/' || c == '@')) {
+      return false;
+    }
+  }
+  name = tok;
+  return true;
+}
+
+std::string_view Token(std::string_view s) { return s.substr(0, s.find(' ')); }
+
+// After a time stamp: "[host] tag: msg". `kernel_only` (forms that are not syslog) strips
+// only a "[host] kernel:" head: "EDAC MC0: ..." is a message there, not host "EDAC".
+void ParseHostTag(std::string_view rest, LogLine& out, bool kernel_only) {
+  out.message = rest;
+  const std::string_view tok1 = Token(rest.substr(0, kMaxPrefix));
+  std::string_view name;
+  bool has_pid = false;
+  const bool tok1_whole = tok1.size() < rest.size() && rest[tok1.size()] == ' ';
+  if (tok1_whole && IsTagToken(tok1, name, has_pid) && (name == "kernel" || (has_pid && !kernel_only))) {
+    out.tag = name;  // no host name: "Dec 02 09:56:04 kernel: msg"
+    out.message = rest.substr(tok1.size() + 1);
+  } else if (tok1_whole && !tok1.empty() && tok1.find(':') == std::string_view::npos) {
+    const std::string_view after = rest.substr(tok1.size() + 1);
+    const std::string_view tok2 = Token(after.substr(0, kMaxPrefix));
+    if (tok2.size() < after.size() && after[tok2.size()] == ' ' && IsTagToken(tok2, name, has_pid) &&
+        (name == "kernel" || !kernel_only)) {
+      out.host = tok1;
+      out.tag = name;
+      out.message = after.substr(tok2.size() + 1);
+    }
+  }
+  if (!out.tag.empty() && out.tag != "kernel") return;
+  int64_t mono = 0;
+  size_t off = 0;
+  if (ParseBracketUptime(out.message, mono, off)) {
+    out.mono_us = mono;
+    out.message = out.message.substr(off);
+  }
+}
+
+// "Dec 02 09:56:04 ..." and journalctl short-precise "Dec 02 09:56:04.123456 ...".
+bool ParseSyslog(std::string_view s, int64_t reference_ns, LogLine& out) {
+  if (s.size() < 16 || s[3] != ' ') return false;
+  auto t = ParseSyslogTime(s.substr(0, 15), reference_ns);
+  if (!t) return false;
+  size_t pos = 15;
+  if (s[pos] == '.' || s[pos] == ',') {
+    int64_t frac_ns = 0, scale = 100'000'000;
+    for (++pos; pos < s.size() && pos < 25 && IsDigit(s[pos]); ++pos, scale /= 10) frac_ns += (s[pos] - '0') * scale;
+    *t += frac_ns;
+  }
+  if (pos >= s.size() || s[pos] != ' ') return false;
+  out.format = LogFormat::kSyslog;
+  out.time_ns = *t;
+  ParseHostTag(s.substr(pos + 1), out, /*kernel_only=*/false);
+  return true;
+}
+
+// "2025-01-21T04:41:44[.frac]+00:00 host tag: msg" (journal short-iso, rsyslog) or, with a
+// comma fraction, dmesg --time-format iso "2025-01-21T04:41:44,283302+00:00 msg".
+bool ParseIsoPrefixed(std::string_view s, LogLine& out) {
+  if (s.size() < 20 || s[4] != '-') return false;
+  size_t sp = s.substr(0, 48).find(' ');
+  if (sp == 10 && s.size() > 19 && s[13] == ':') sp = s.substr(0, 48).find(' ', 11);  // "2025-01-21 04:41:44"
+  if (sp == std::string_view::npos || sp < 19) return false;
+  auto t = ParseIso8601(s.substr(0, sp));
+  if (!t) return false;
+  out.format = LogFormat::kIso;
+  out.time_ns = *t;
+  const bool dmesg_iso = s[19] == ',';
+  ParseHostTag(s.substr(sp + 1), out, /*kernel_only=*/dmesg_iso);
+  return true;
+}
+
+// journalctl -o short-unix: "1737434504.283302 host kernel: msg".
+bool ParseUnixPrefixed(std::string_view s, LogLine& out) {
+  const size_t dot = s.substr(0, 12).find('.');
+  if (dot == std::string_view::npos || dot < 9 || dot > 11) return false;
+  size_t end = dot + 1;
+  while (end < s.size() && end < dot + 10 && IsDigit(s[end])) ++end;
+  if (end == dot + 1 || end >= s.size() || s[end] != ' ') return false;
+  int64_t us = 0;
+  if (!ParseSecondsDotFraction(s.substr(0, end), us)) return false;
+  out.format = LogFormat::kUnix;
+  out.time_ns = us * 1000;
+  ParseHostTag(s.substr(end + 1), out, /*kernel_only=*/false);
+  return true;
+}
+
+// "18:27:36[.123] kernel: msg": a time of day without a date cannot be placed: undated.
+bool ParseTimeOfDay(std::string_view s, LogLine& out) {
+  if (s.size() < 10 || s[2] != ':' || s[5] != ':') return false;
+  constexpr size_t kDigitsAt[] = {0, 1, 3, 4, 6, 7};
+  for (size_t i : kDigitsAt) {
+    if (!IsDigit(s[i])) return false;
+  }
+  size_t pos = 8;
+  if (s[pos] == '.' || s[pos] == ',') {
+    for (++pos; pos < s.size() && pos < 18 && IsDigit(s[pos]);) ++pos;
+  }
+  if (pos >= s.size() || s[pos] != ' ') return false;
+  out.format = LogFormat::kTimeOfDay;
+  ParseHostTag(s.substr(pos + 1), out, /*kernel_only=*/false);
+  return true;
+}
+
 // "PRI,SEQ,TS_USEC,FLAGS[,...];msg"
 bool ParseKmsgRaw(std::string_view s, LogLine& out) {
-  size_t semi = s.find(';');
-  if (semi == std::string_view::npos || semi > 64) return false;
+  size_t semi = s.substr(0, kMaxPrefix + 1).find(';');
+  if (semi == std::string_view::npos) return false;
   std::string_view head = s.substr(0, semi);
   int64_t fields[3] = {0, 0, 0};
   size_t pos = 0;
@@ -59,59 +234,17 @@ bool ParseKmsgRaw(std::string_view s, LogLine& out) {
   return true;
 }
 
-// "host tag: msg" after a syslog/ISO timestamp.
-void ParseHostTag(std::string_view rest, LogLine& out) {
-  size_t sp = rest.find(' ');
-  if (sp == std::string_view::npos) {
-    out.message = rest;
-    return;
-  }
-  out.host = rest.substr(0, sp);
-  std::string_view after = rest.substr(sp + 1);
-  size_t colon = after.find(": ");
-  if (colon != std::string_view::npos && colon < 64 && after.substr(0, colon).find(' ') == std::string_view::npos) {
-    out.tag = after.substr(0, colon);
-    if (size_t b = out.tag.find('['); b != std::string_view::npos) out.tag = out.tag.substr(0, b);
-    after = after.substr(colon + 2);
-  }
-  int64_t mono = 0;
-  size_t off = 0;
-  if (ParseBracketUptime(after, mono, off)) {
-    out.mono_us = mono;
-    after = after.substr(off);
-  }
-  out.message = after;
-}
-
-bool ParseSyslog(std::string_view s, int64_t reference_ns, LogLine& out) {
-  if (s.size() < 16 || s[3] != ' ' || s[15] != ' ') return false;
-  auto t = ParseSyslogTime(s.substr(0, 15), reference_ns);
-  if (!t) return false;
-  out.format = LogFormat::kSyslog;
-  out.time_ns = *t;
-  ParseHostTag(s.substr(16), out);
-  return true;
-}
-
-bool ParseIsoPrefixed(std::string_view s, LogLine& out) {
-  size_t sp = s.find(' ');
-  if (sp == std::string_view::npos || sp < 19 || sp > 40) return false;
-  auto t = ParseIso8601(s.substr(0, sp));
-  if (!t) return false;
-  out.format = LogFormat::kIso;
-  out.time_ns = *t;
-  ParseHostTag(s.substr(sp + 1), out);
-  return true;
-}
-
 // "kern  :warn  : <time> msg"
 bool ParseDecoded(std::string_view s, LogLine& out) {
-  size_t c1 = s.find(':');
-  if (c1 == std::string_view::npos || c1 > 10) return false;
+  size_t c1 = s.substr(0, 11).find(':');
+  if (c1 == std::string_view::npos) return false;
   size_t c2 = s.find(':', c1 + 1);
   if (c2 == std::string_view::npos || c2 > c1 + 10 || c2 + 2 > s.size() || s[c2 + 1] != ' ') return false;
   for (char c : s.substr(0, c1)) {
-    if (!(c >= 'a' && c <= 'z') && c != ' ') return false;
+    if (!IsLower(c) && c != ' ') return false;
+  }
+  for (char c : s.substr(c1 + 1, c2 - c1 - 1)) {
+    if (!IsLower(c) && c != ' ') return false;
   }
   std::string_view rest = s.substr(c2 + 2);
   out.format = LogFormat::kDmesgDecode;
@@ -122,7 +255,7 @@ bool ParseDecoded(std::string_view s, LogLine& out) {
     out.message = rest.substr(off);
     return true;
   }
-  size_t sp = rest.find(' ');
+  size_t sp = rest.substr(0, 48).find(' ');
   if (sp != std::string_view::npos) {
     if (auto t = ParseIso8601(rest.substr(0, sp))) {
       out.time_ns = *t;
@@ -134,6 +267,72 @@ bool ParseDecoded(std::string_view s, LogLine& out) {
   return true;
 }
 
+// Lines starting with '[': the dmesg forms.
+bool ParseBracketed(std::string_view line, int64_t reference_ns, LogLine& out) {
+  int64_t mono = 0;
+  size_t off = 0;
+  if (ParseBracketUptime(line, mono, off)) {
+    out.format = LogFormat::kDmesg;
+    out.mono_us = mono;
+    // journalctl -o short-monotonic adds the host and tag: "[  12.3] node1 kernel: msg".
+    ParseHostTag(line.substr(off), out, /*kernel_only=*/true);
+    out.mono_us = mono;
+    return true;
+  }
+  if (ParseBracketDelta(line, off)) {
+    out.format = LogFormat::kDmesgReltime;
+    out.message = line.substr(off);
+    return true;
+  }
+  std::string_view inner;
+  if (!BracketInner(line, inner, off)) return false;
+  if (auto t = ParseCtime(inner)) {
+    out.format = LogFormat::kDmesgCtime;
+    out.time_ns = *t;
+  } else if (auto m = ParseReltimeHeader(inner, reference_ns)) {
+    out.format = LogFormat::kDmesgReltime;
+    out.time_ns = *m;
+  } else {
+    return false;
+  }
+  out.message = line.substr(off);
+  return true;
+}
+
+// " KEY=VALUE": a raw kmsg record's dictionary line (KEY is upper case, digits, '_').
+bool IsKmsgDictionaryLine(std::string_view line) {
+  if (line.size() < 3 || line[0] != ' ' || !IsUpper(line[1])) return false;
+  for (size_t i = 2; i < line.size() && i < kMaxPrefix; ++i) {
+    const char c = line[i];
+    if (c == '=') return true;
+    if (!IsUpper(c) && !IsDigit(c) && c != '_') return false;
+  }
+  return false;
+}
+
+bool ParsePrefixed(std::string_view line, int64_t reference_ns, LogLine& out) {
+  const char c = line[0];
+  if (IsDigit(c)) {
+    return ParseKmsgRaw(line, out) || ParseIsoPrefixed(line, out) || ParseUnixPrefixed(line, out) ||
+           ParseTimeOfDay(line, out);
+  }
+  if (c == '[') return ParseBracketed(line, reference_ns, out);
+  if (IsUpper(c)) return ParseSyslog(line, reference_ns, out);
+  if (IsLower(c)) {
+    if (ParseDecoded(line, out)) return true;
+    // "kernel: msg" (journalctl -o cat with the tag, logger output).
+    std::string_view name;
+    bool has_pid = false;
+    const std::string_view tok = Token(line.substr(0, kMaxPrefix));
+    if (tok.size() < line.size() && IsTagToken(tok, name, has_pid) && name == "kernel") {
+      out.tag = name;
+      ParseHostTag(line, out, /*kernel_only=*/true);
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 LogLine ParseLogLine(std::string_view line, int64_t reference_ns) {
@@ -141,38 +340,28 @@ LogLine ParseLogLine(std::string_view line, int64_t reference_ns) {
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   out.message = line;
   if (line.empty()) return out;
-  const char c = line[0];
-  if (c == ' ') {
-    out.format = LogFormat::kKmsgContinuation;
+  if (IsBlank(line[0])) {
+    out.format = IsKmsgDictionaryLine(line) ? LogFormat::kKmsgContinuation : LogFormat::kIndented;
+    out.indented = out.format == LogFormat::kIndented;
     return out;
   }
-  if (IsDigit(c)) {
-    if (ParseKmsgRaw(line, out) || ParseIsoPrefixed(line, out)) return out;
-    return LogLine{LogFormat::kPlain, 0, {}, {}, -1, {}, {}, line};
-  }
-  if (c == '[') {
-    int64_t mono = 0;
-    size_t off = 0;
-    if (ParseBracketUptime(line, mono, off)) {
-      out.format = LogFormat::kDmesg;
-      out.mono_us = mono;
-      out.message = line.substr(off);
-      return out;
+  // dmesg -r / syslog wire form: "<4>[  12.3] msg" or "<4>msg".
+  int priority = -1;
+  if (line[0] == '<' && line.size() > 2) {
+    const size_t gt = line.substr(0, 5).find('>');
+    int p = 0;
+    if (gt != std::string_view::npos && gt > 1 &&
+        std::from_chars(line.data() + 1, line.data() + gt, p).ptr == line.data() + gt) {
+      priority = p;
+      line = line.substr(gt + 1);
+      out.message = line;
+      if (line.empty()) return out;
     }
-    size_t close = line.find(']');
-    if (close != std::string_view::npos && close < 32) {
-      if (auto t = ParseCtime(line.substr(1, close - 1))) {
-        out.format = LogFormat::kDmesgCtime;
-        out.time_ns = *t;
-        out.message = line.substr(close + 1 < line.size() && line[close + 1] == ' ' ? close + 2 : close + 1);
-        return out;
-      }
-    }
-    return out;
   }
-  if (c >= 'A' && c <= 'Z' && ParseSyslog(line, reference_ns, out)) return out;
-  if (c >= 'a' && c <= 'z' && ParseDecoded(line, out)) return out;
-  return LogLine{LogFormat::kPlain, 0, {}, {}, -1, {}, {}, line};
+  if (!ParsePrefixed(line, reference_ns, out)) out = LogLine{LogFormat::kPlain, 0, {}, {}, -1, {}, {}, line, false};
+  if (priority >= 0) out.priority = priority;
+  out.indented = !out.message.empty() && IsBlank(out.message[0]);
+  return out;
 }
 
 std::string_view ToString(LogFormat f) {
@@ -183,16 +372,24 @@ std::string_view ToString(LogFormat f) {
       return "kmsg";
     case LogFormat::kKmsgContinuation:
       return "kmsg-continuation";
+    case LogFormat::kIndented:
+      return "indented";
     case LogFormat::kDmesg:
       return "dmesg";
     case LogFormat::kDmesgCtime:
       return "dmesg-T";
+    case LogFormat::kDmesgReltime:
+      return "dmesg-reltime";
     case LogFormat::kDmesgDecode:
       return "dmesg-decode";
     case LogFormat::kSyslog:
       return "syslog";
     case LogFormat::kIso:
       return "iso";
+    case LogFormat::kUnix:
+      return "unix";
+    case LogFormat::kTimeOfDay:
+      return "time-of-day";
   }
   return "plain";
 }

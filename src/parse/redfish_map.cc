@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <utility>
 
+#include "core/json.h"
 #include "core/time.h"
 #include "parse/text.h"
 
@@ -120,6 +122,10 @@ void AddStatusAttrs(const Json& j, Observation& o) {
   if (!state.empty()) o.attrs["state"] = state;
 }
 
+// Some BMCs (HPE iLO among them) fill an unset upper threshold with 0: no sensor that
+// reads above zero has a real upper limit of exactly 0, so it is taken as "no threshold".
+bool ZeroUpperPlaceholder(std::string_view attr, double v) { return v == 0 && attr.rfind("upper_", 0) == 0; }
+
 // Deprecated Thermal/Power arrays spell thresholds as flat properties.
 void AddFlatThresholds(const Json& j, Observation& o) {
   static constexpr std::pair<const char*, const char*> kNames[] = {
@@ -131,7 +137,7 @@ void AddFlatThresholds(const Json& j, Observation& o) {
       {"LowerThresholdFatal", "lower_fatal"},
   };
   for (const auto& [key, attr] : kNames) {
-    if (auto v = Num(j, key)) o.attrs[attr] = FormatNum(*v);
+    if (auto v = Num(j, key); v && !ZeroUpperPlaceholder(attr, *v)) o.attrs[attr] = FormatNum(*v);
   }
 }
 
@@ -144,7 +150,7 @@ void AddSensorThresholds(const Json& j, Observation& o) {
       {"LowerCaution", "lower_noncritical"}, {"LowerCritical", "lower_critical"}, {"LowerFatal", "lower_fatal"},
   };
   for (const auto& [key, attr] : kNames) {
-    if (auto v = Reading(*t, key)) o.attrs[attr] = FormatNum(*v);
+    if (auto v = Reading(*t, key); v && !ZeroUpperPlaceholder(attr, *v)) o.attrs[attr] = FormatNum(*v);
   }
 }
 
@@ -153,7 +159,37 @@ void Warn(MapResult& r, std::string_view what, const Json& j) {
   r.warnings.push_back(std::string(what) + (uri.empty() ? "" : " at " + uri));
 }
 
-// A member of a deprecated array must be an object; anything else is a quirk.
+// A part's Status.State "Absent": an empty bay or slot, whatever Health says.
+bool IsAbsent(const Json& j) {
+  const Json* status = Field(j, "Status");
+  return status && Str(*status, "State") == "Absent";
+}
+
+// Names for the object members of a deprecated array: the Name (IdOfName), but a Name
+// shared by several members gets the MemberId (or the array index) appended, because
+// two parts with the same Name are two parts (HPE names every supply alike).
+std::vector<std::string> UniqueMemberNames(const Json& arr) {
+  std::vector<std::string> names;
+  std::map<std::string, int> uses;
+  for (const Json& m : arr) {
+    names.push_back(m.is_object() ? IdOfName(m) : std::string());
+    ++uses[names.back()];
+  }
+  size_t i = 0;
+  for (const Json& m : arr) {
+    std::string& n = names[i];
+    if (uses[n] > 1) {
+      std::string member = m.is_object() ? Str(m, "MemberId") : std::string();
+      if (member.empty() || CleanName(member) == n) member = std::to_string(i);
+      n += "_" + CleanName(member);
+    }
+    ++i;
+  }
+  return names;
+}
+
+// A member of a deprecated array must be an object; anything else is a quirk. `fn` gets
+// the member and its unique name.
 template <typename Fn>
 void ForEachMember(const Json& j, std::string_view key, MapResult& r, Fn fn) {
   const Json* arr = Field(j, key);
@@ -162,12 +198,15 @@ void ForEachMember(const Json& j, std::string_view key, MapResult& r, Fn fn) {
     Warn(r, std::string(key) + " is not an array", j);
     return;
   }
+  const std::vector<std::string> names = UniqueMemberNames(*arr);
+  size_t i = 0;
   for (const Json& m : *arr) {
     if (m.is_object()) {
-      fn(m);
+      fn(m, names[i]);
     } else {
       Warn(r, std::string(key) + " has a non-object member", j);
     }
+    ++i;
   }
 }
 
@@ -265,17 +304,28 @@ MapResult MapStatus(const Json& j, const MapContext& ctx, const ComponentRef& co
   return r;
 }
 
+// An empty bay: one state observation saying so, nothing else (its readings are zeros
+// or nulls and its Health is whatever the vendor leaves there).
+Observation AbsentPart(const MapContext& ctx, const ComponentRef& c, ObsKind kind, const Json& j) {
+  Observation o = Base(ctx, c, kind, j);
+  AddStatusAttrs(j, o);
+  o.attrs["present"] = "false";
+  o.value = -1;
+  o.text = "Absent";
+  return o;
+}
+
 MapResult MapPower(const Json& j, const MapContext& ctx) {
   MapResult r;
-  ForEachMember(j, "PowerControl", r, [&](const Json& m) {
+  ForEachMember(j, "PowerControl", r, [&](const Json& m, const std::string&) {
     ComponentRef chassis = ChassisComponent(ctx);
     if (auto v = Num(m, "PowerConsumedWatts")) ReadingObs(r, ctx, chassis, ObsKind::kPower, *v, m, "W");
     if (auto v = Num(m, "PowerCapacityWatts")) ReadingObs(r, ctx, chassis, ObsKind::kPowerCapacity, *v, m, "W");
   });
-  ForEachMember(j, "Voltages", r, [&](const Json& m) {
+  ForEachMember(j, "Voltages", r, [&](const Json& m, const std::string& name) {
     auto v = Num(m, "ReadingVolts");
-    if (!v) return;  // a disabled sensor has no reading: not a quirk
-    Observation o = Base(ctx, Component(ComponentType::kSensor, IdOfName(m), ctx, m), ObsKind::kVoltage, m);
+    if (!v || IsAbsent(m)) return;  // a disabled or absent sensor has no reading: not a quirk
+    Observation o = Base(ctx, Component(ComponentType::kSensor, name, ctx, m), ObsKind::kVoltage, m);
     o.value = *v;
     o.attrs["units"] = "V";
     o.attrs["physical_context"] = Str(m, "PhysicalContext");
@@ -283,11 +333,17 @@ MapResult MapPower(const Json& j, const MapContext& ctx) {
     AddStatusAttrs(m, o);
     r.observations.push_back(std::move(o));
   });
-  ForEachMember(j, "PowerSupplies", r, [&](const Json& m) {
-    ComponentRef psu = Component(ComponentType::kPsu, IdOfName(m), ctx, m);
+  ForEachMember(j, "PowerSupplies", r, [&](const Json& m, const std::string& name) {
+    ComponentRef psu = Component(ComponentType::kPsu, name, ctx, m);
+    if (IsAbsent(m)) {
+      r.observations.push_back(AbsentPart(ctx, psu, ObsKind::kPsuState, m));
+      return;
+    }
     Observation o = Base(ctx, psu, ObsKind::kPsuState, m);
     AddStatusAttrs(m, o);
     if (o.attrs.count("state") == 0 && o.attrs.count("health") == 0) Warn(r, "power supply without Status", m);
+    std::string line = Str(m, "LineInputStatus");
+    if (!line.empty()) o.attrs["line_input"] = line;
     o.value = HealthLevel(o.attrs["health"]);
     o.text = o.attrs["state"] + "/" + o.attrs["health"];
     r.observations.push_back(std::move(o));
@@ -296,6 +352,7 @@ MapResult MapPower(const Json& j, const MapContext& ctx) {
       in.value = *v;
       in.attrs["units"] = "V";
       in.attrs["role"] = "input";
+      AddStatusAttrs(m, in);
       r.observations.push_back(std::move(in));
     }
     if (auto v = Num(m, "PowerCapacityWatts")) {
@@ -306,7 +363,7 @@ MapResult MapPower(const Json& j, const MapContext& ctx) {
     }
     AddStatusObs(m, ctx, psu, r);
   });
-  ForEachMember(j, "Redundancy", r, [&](const Json& m) {
+  ForEachMember(j, "Redundancy", r, [&](const Json& m, const std::string&) {
     Observation o = Base(ctx, ChassisComponent(ctx), ObsKind::kHealth, m);
     AddStatusAttrs(m, o);
     o.attrs["redundancy"] = Str(m, "Mode");
@@ -319,10 +376,10 @@ MapResult MapPower(const Json& j, const MapContext& ctx) {
 
 MapResult MapThermal(const Json& j, const MapContext& ctx) {
   MapResult r;
-  ForEachMember(j, "Temperatures", r, [&](const Json& m) {
+  ForEachMember(j, "Temperatures", r, [&](const Json& m, const std::string& name) {
     auto v = Num(m, "ReadingCelsius");
-    if (!v) return;
-    Observation o = Base(ctx, Component(ComponentType::kSensor, IdOfName(m), ctx, m), ObsKind::kTemperature, m);
+    if (!v || IsAbsent(m)) return;
+    Observation o = Base(ctx, Component(ComponentType::kSensor, name, ctx, m), ObsKind::kTemperature, m);
     o.value = *v;
     o.attrs["units"] = "Cel";
     o.attrs["physical_context"] = Str(m, "PhysicalContext");
@@ -330,8 +387,12 @@ MapResult MapThermal(const Json& j, const MapContext& ctx) {
     AddStatusAttrs(m, o);
     r.observations.push_back(std::move(o));
   });
-  ForEachMember(j, "Fans", r, [&](const Json& m) {
-    ComponentRef fan = Component(ComponentType::kFan, IdOfName(m), ctx, m);
+  ForEachMember(j, "Fans", r, [&](const Json& m, const std::string& name) {
+    ComponentRef fan = Component(ComponentType::kFan, name, ctx, m);
+    if (IsAbsent(m)) {
+      r.observations.push_back(AbsentPart(ctx, fan, ObsKind::kFanState, m));
+      return;
+    }
     Observation st = Base(ctx, fan, ObsKind::kFanState, m);
     AddStatusAttrs(m, st);
     st.value = HealthLevel(st.attrs["health"]);
@@ -342,7 +403,7 @@ MapResult MapThermal(const Json& j, const MapContext& ctx) {
       ReadingObs(r, ctx, fan, ObsKind::kFanSpeed, *v, m, units == "Percent" ? "%" : "RPM");
     }
   });
-  ForEachMember(j, "Redundancy", r, [&](const Json& m) {
+  ForEachMember(j, "Redundancy", r, [&](const Json& m, const std::string&) {
     Observation o = Base(ctx, ChassisComponent(ctx), ObsKind::kHealth, m);
     AddStatusAttrs(m, o);
     o.attrs["scope"] = "cooling";
@@ -355,6 +416,10 @@ MapResult MapThermal(const Json& j, const MapContext& ctx) {
 MapResult MapPowerSupply(const Json& j, const MapContext& ctx) {
   MapResult r;
   ComponentRef psu = Component(ComponentType::kPsu, IdOf(j), ctx, j);
+  if (IsAbsent(j)) {
+    r.observations.push_back(AbsentPart(ctx, psu, ObsKind::kPsuState, j));
+    return r;
+  }
   Observation o = Base(ctx, psu, ObsKind::kPsuState, j);
   AddStatusAttrs(j, o);
   if (o.attrs.count("state") == 0 && o.attrs.count("health") == 0) Warn(r, "power supply without Status", j);
@@ -400,7 +465,7 @@ MapResult MapPowerSubsystem(const Json& j, const MapContext& ctx) {
   if (auto v = Num(j, "CapacityWatts")) {
     ReadingObs(r, ctx, ChassisComponent(ctx), ObsKind::kPowerCapacity, *v, j, "W");
   }
-  ForEachMember(j, "PowerSupplyRedundancy", r, [&](const Json& m) {
+  ForEachMember(j, "PowerSupplyRedundancy", r, [&](const Json& m, const std::string&) {
     Observation o = Base(ctx, ChassisComponent(ctx), ObsKind::kHealth, m);
     AddStatusAttrs(m, o);
     o.attrs["redundancy"] = Str(m, "RedundancyType");
@@ -414,6 +479,10 @@ MapResult MapPowerSubsystem(const Json& j, const MapContext& ctx) {
 MapResult MapFan(const Json& j, const MapContext& ctx) {
   MapResult r;
   ComponentRef fan = Component(ComponentType::kFan, IdOf(j), ctx, j);
+  if (IsAbsent(j)) {
+    r.observations.push_back(AbsentPart(ctx, fan, ObsKind::kFanState, j));
+    return r;
+  }
   Observation st = Base(ctx, fan, ObsKind::kFanState, j);
   AddStatusAttrs(j, st);
   st.value = HealthLevel(st.attrs["health"]);
@@ -434,12 +503,15 @@ MapResult MapThermalMetrics(const Json& j, const MapContext& ctx) {
     for (const Json& m : *readings) {
       auto v = Num(m, "Reading");
       if (!v) continue;
-      std::string name = Str(m, "DeviceName");
-      if (name.empty()) name = LastSegment(Str(m, "DataSourceUri"));
+      // The data source (a Sensor URI) is unique; DeviceName may repeat across parts.
+      std::string name = LastSegment(Str(m, "DataSourceUri"));
+      if (name.empty()) name = Str(m, "DeviceName");
       Observation o = Base(ctx, Component(ComponentType::kSensor, CleanName(name), ctx, m), ObsKind::kTemperature, m);
       o.value = *v;
       o.attrs["units"] = "Cel";
       o.attrs["data_source"] = Str(m, "DataSourceUri");
+      if (std::string pc = Str(m, "PhysicalContext"); !pc.empty()) o.attrs["physical_context"] = pc;
+      if (std::string dn = Str(m, "DeviceName"); !dn.empty()) o.attrs["device_name"] = dn;
       r.observations.push_back(std::move(o));
     }
   }
@@ -526,7 +598,7 @@ MapResult MapLeakDetector(const Json& j, const MapContext& ctx) {
 MapResult MapSensor(const Json& j, const MapContext& ctx) {
   MapResult r;
   auto v = Num(j, "Reading");
-  if (!v) return r;  // absent or disabled sensors carry no reading
+  if (!v || IsAbsent(j)) return r;  // absent or disabled sensors carry no reading
   std::string type = Str(j, "ReadingType");
   std::string units = Str(j, "ReadingUnits");
   ObsKind kind = ObsKind::kOther;
@@ -646,6 +718,100 @@ MapResult MapResource(const Json& j, const MapContext& ctx) {
     return MapStatus(j, ctx, ChassisComponent(ctx));
   }
   return {};
+}
+
+const std::vector<PlausibleRange>& PlausibleRanges() {
+  // Wide on purpose: a reading inside these bounds is judged by the detectors; only one
+  // no running part can produce is set aside as a quirk.
+  static const std::vector<PlausibleRange> kRanges = {
+      {ObsKind::kVoltage, "input", 40, 600, true,
+       "PSU inputs run from -48 V DC telecom feeds to 480 V three-phase AC; a supply "
+       "carrying load cannot read under 40 V (0 V is a lost input unless the PSU says OK), "
+       "and nothing reads over 600 V (6553.5 is a raw 0xFFFF)"},
+      {ObsKind::kVoltage, "", -60, 1000, false,
+       "board rails are -12..54 V and PDU/shelf sensors up to 480 V AC; beyond 1000 V the "
+       "value is raw or unscaled (millivolts)"},
+      {ObsKind::kTemperature, "", -40, 150, false,
+       "no running electronics or cooling air is outside -40..150 C; beyond that the value "
+       "is unscaled (centi-degrees) or a sentinel (255, -128)"},
+      {ObsKind::kCoolantTemp, "", -40, 150, false, "coolant is liquid well inside -40..150 C"},
+      {ObsKind::kFanSpeed, "rpm", 0, 50000, false, "server fans spin under 40000 RPM; 65535 is an unread tachometer"},
+      {ObsKind::kFanSpeed, "%", 0, 100, false, "a duty cycle is a percentage"},
+      {ObsKind::kPower, "psu", 0, 20000, false,
+       "the largest server and shelf supplies deliver a few kW; negative or >20 kW is raw"},
+  };
+  return kRanges;
+}
+
+namespace {
+
+std::string AttrOf(const Observation& o, const std::string& key) {
+  auto it = o.attrs.find(key);
+  return it == o.attrs.end() ? std::string() : it->second;
+}
+
+// Which row of PlausibleRanges() covers a reading; nullptr when none does.
+const PlausibleRange* RangeFor(const Observation& o) {
+  const std::string role = AttrOf(o, "role");
+  const std::string units = AttrOf(o, "units");
+  for (const PlausibleRange& r : PlausibleRanges()) {
+    if (r.kind != o.kind) continue;
+    if (r.role.empty()) return &r;
+    if (r.role == "input" && role == "input") return &r;
+    if (r.role == "psu" && o.component.type == ComponentType::kPsu) return &r;
+    if (r.role == "rpm" && (units == "RPM" || units.empty())) return &r;
+    if (r.role == "%" && units == "%") return &r;
+  }
+  return nullptr;
+}
+
+// Same part in the same chassis (a PSU's state and its Metrics readings).
+std::string PartKey(const Observation& o) {
+  auto it = o.component.keys.find("chassis");
+  return o.component.Id() + "@" + (it == o.component.keys.end() ? "" : it->second);
+}
+
+}  // namespace
+
+std::string ImplausibleReason(const Observation& o, bool part_healthy) {
+  if (!o.value) return "";
+  const PlausibleRange* r = RangeFor(o);
+  if (r == nullptr) return "";
+  const double v = *o.value;
+  const bool high = v > r->max;
+  const bool low = v < r->min && (!r->below_min_means_loss || part_healthy);
+  if (!high && !low) return "";
+  return std::string(ToString(o.kind)) + " " + FormatNum(v) + " on " + o.component.Id() + " is " +
+         (high ? "above " + FormatNum(r->max) : "below " + FormatNum(r->min)) +
+         (part_healthy ? " while the BMC calls it healthy" : "") + ": vendor quirk, reading ignored (" +
+         std::string(r->why.substr(0, r->why.find(';'))) + ")";
+}
+
+void MarkImplausibleReadings(std::vector<Observation>& observations, std::vector<std::string>& warnings) {
+  std::map<std::string, std::string> psu_health;
+  for (const Observation& o : observations) {
+    if (o.kind == ObsKind::kPsuState) psu_health[PartKey(o)] = AttrOf(o, "health");
+  }
+  for (Observation& o : observations) {
+    if (o.kind == ObsKind::kPsuState || o.kind == ObsKind::kFanState || !o.value) continue;
+    auto psu = psu_health.find(PartKey(o));
+    const bool healthy = AttrOf(o, "health") == "OK" || (psu != psu_health.end() && psu->second == "OK");
+    std::string why = ImplausibleReason(o, healthy);
+    if (why.empty()) continue;
+    o.attrs["quirk"] = why;
+    warnings.push_back(why);
+  }
+}
+
+Result<Json> ParseBmcJson(std::string_view text, int max_depth) {
+  const int depth = JsonNestingDepth(text);
+  if (depth > max_depth) {
+    return Status(StatusCode::kCorrupt, "JSON nested " + std::to_string(depth) + " levels deep (limit " +
+                                            std::to_string(max_depth) + "): refused before parsing");
+  }
+  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Status(StatusCode::kCorrupt, "malformed JSON");
+  return j;
 }
 
 std::optional<int64_t> EstimateClockOffset(const Json& manager, int64_t host_ns) {

@@ -5,7 +5,12 @@
 // Conventions (documented in docs/redfish.md):
 //  - layer kOob, source kRedfish, node from the context.
 //  - components: psu/<id>, fan/<id>, sensor/<name>, coolant/<id>, chassis (name = chassis id).
-//    keys carry "chassis", "uri" and, when present, "serial".
+//    keys carry "chassis", "uri" and, when present, "serial". Members of the deprecated
+//    arrays are named by Name, but two members with the same Name are two parts: the
+//    name then gets the MemberId (or the array index) appended ("PSU_0", "PSU_1").
+//  - a part whose Status.State is "Absent" is an empty bay or slot: one psu_state /
+//    fan_state observation with attrs["present"] = "false" and no readings (vendors put
+//    any Health, even Warning/Critical, on empty bays; it means nothing).
 //  - attrs: "health", "state", thresholds "upper_noncritical" ... "lower_fatal",
 //    "physical_context", "units", "reading_type", log entries: "entry_type", "sensor_type",
 //    "entry_code", "severity", "message_id", "message_args" (joined by '|'), "origin",
@@ -18,10 +23,12 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/status.h"
 #include "core/types.h"
 
 namespace faultline::redfish {
@@ -74,6 +81,32 @@ MapResult MapStatus(const Json& j, const MapContext& ctx, const ComponentRef& co
 
 // Health as a number for Observation::value: OK 0, Warning 1, Critical 2; -1 unknown.
 int HealthLevel(std::string_view health);
+
+// Physically plausible ranges for readings, as data (the table and the reason for each
+// bound are in redfish_map.cc). A reading outside them is a vendor quirk (raw unscaled
+// values, 0xFFFF sentinels, a meter that reads 0 on a running supply), never evidence.
+struct PlausibleRange {
+  ObsKind kind;
+  std::string_view role;  // "input" (PSU input), "psu" (any reading of a PSU), "" (any)
+  double min, max;
+  bool below_min_means_loss;  // below min is real (input lost) unless the part is healthy
+  std::string_view why;
+};
+const std::vector<PlausibleRange>& PlausibleRanges();
+// Why the reading is implausible ("" when plausible or not covered). `part_healthy`: the
+// BMC calls the part (or the sensor) OK, so a reading below a "loss" bound is a quirk too.
+std::string ImplausibleReason(const Observation& o, bool part_healthy);
+// Over one sweep's observations: marks every implausible reading with attrs["quirk"]
+// (the detectors ignore those) and adds one warning each. A part counts as healthy when
+// the reading's own Status.Health is OK or a psu_state of the same part (and chassis) in
+// the batch says OK.
+void MarkImplausibleReadings(std::vector<Observation>& observations, std::vector<std::string>& warnings);
+
+// Deepest JSON nesting a BMC resource may have: real resources are under 12 levels.
+constexpr int kMaxBmcJsonDepth = 64;
+// Parses a BMC body, refusing nesting deeper than max_depth before the parser recurses
+// or allocates (kCorrupt, with the depth), and malformed JSON (kCorrupt). Never throws.
+Result<Json> ParseBmcJson(std::string_view text, int max_depth = kMaxBmcJsonDepth);
 
 // BMC clock offset (BMC minus host, ns) from a Manager's "DateTime" read at host time
 // `host_ns`; nullopt when absent or a placeholder date.

@@ -1,10 +1,13 @@
 #include "parse/xid_catalog.h"
 
+#include <algorithm>
 #include <array>
+#include <iterator>
 
 namespace faultline {
 namespace {
 
+#include "parse/sxid_catalog_data.inc"
 #include "parse/xid_catalog_data.inc"
 
 #define X(code, mnemonic, description, families, immediate, investigatory) \
@@ -12,18 +15,25 @@ namespace {
 constexpr XidInfo kXids[] = {FAULTLINE_XID_ROWS};
 #undef X
 
+#define S(code, name, severity, recovery) SxidInfo{code, name, SxidSeverity::k##severity, SxidRecovery::k##recovery},
+constexpr SxidInfo kSxids[] = {FAULTLINE_SXID_ROWS};
+#undef S
+
 struct DecodeRow {
   int xid;
   std::string_view unit;
   std::string_view pattern_v1;  // intrInfo bits, MSB first, '-' = don't care
   std::string_view pattern_v2;
-  std::string_view error_status;  // "" = any
+  std::string_view error_status;  // exact value(s), '/'-separated; "" = any
   std::string_view bucket;
+  std::string_view action2_v1;  // promotable rows: intrInfo patterns that call for action2
+  std::string_view action2_v2;
+  std::string_view action2;
   std::string_view severity;
   std::string_view hw_sw;
 };
-#define D(xid, unit, v1, v2, status, bucket, severity, hwsw) \
-  DecodeRow{xid, unit, v1, v2, status, bucket, severity, hwsw},
+#define D(xid, unit, v1, v2, status, bucket, a2v1, a2v2, a2, severity, hwsw) \
+  DecodeRow{xid, unit, v1, v2, status, bucket, a2v1, a2v2, a2, severity, hwsw},
 constexpr DecodeRow kDecode[] = {FAULTLINE_XID_DECODE_ROWS};
 #undef D
 
@@ -38,20 +48,43 @@ bool PatternMatches(std::string_view pattern, uint32_t value) {
   return true;
 }
 
+bool EitherPattern(std::string_view v1, std::string_view v2, uint32_t intr_info) {
+  return PatternMatches(v2, intr_info) || PatternMatches(v1, intr_info);
+}
+
+// "0x00000004" -> 4; nullopt for anything that is not one hex number.
+std::optional<uint32_t> ParseHexValue(std::string_view s) {
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) s.remove_prefix(2);
+  if (s.empty() || s.size() > 8) return std::nullopt;
+  uint32_t v = 0;
+  for (char c : s) {
+    v <<= 4;
+    if (c >= '0' && c <= '9')
+      v |= static_cast<uint32_t>(c - '0');
+    else if (c >= 'a' && c <= 'f')
+      v |= static_cast<uint32_t>(c - 'a' + 10);
+    else if (c >= 'A' && c <= 'F')
+      v |= static_cast<uint32_t>(c - 'A' + 10);
+    else
+      return std::nullopt;
+  }
+  return v;
+}
+
+// NVIDIA's table lists errorStatus values, not bits: 0x3 is the value 3 (not "bit 0 or
+// bit 1"), and 0x0 is a value that must match too. "0x00000000/0xFFFFFFFF" is either.
 bool StatusMatches(std::string_view row_status, uint32_t status) {
   if (row_status.empty()) return true;
-  uint32_t want = 0;
-  for (char c : row_status.substr(2)) {
-    want <<= 4;
-    if (c >= '0' && c <= '9')
-      want |= static_cast<uint32_t>(c - '0');
-    else if (c >= 'a' && c <= 'f')
-      want |= static_cast<uint32_t>(c - 'a' + 10);
-    else if (c >= 'A' && c <= 'F')
-      want |= static_cast<uint32_t>(c - 'A' + 10);
+  while (!row_status.empty()) {
+    const size_t slash = row_status.find('/');
+    if (auto want = ParseHexValue(row_status.substr(0, slash)); want && *want == status) return true;
+    if (slash == std::string_view::npos) break;
+    row_status.remove_prefix(slash + 1);
   }
-  return (status & want) != 0;
+  return false;
 }
+
+int BucketRank(std::string_view bucket) { return bucket == "RESET_GPU" ? 2 : bucket == "XID_154_EVAL" ? 1 : 0; }
 
 }  // namespace
 
@@ -65,16 +98,31 @@ const XidInfo* FindXid(int code) {
 }
 
 NvlinkXidDecode DecodeNvlinkXid(int xid, uint32_t intr_info, uint32_t error_status) {
-  // Newer drivers (>= R575) use the v2 layout; try it first, then v1. The most
-  // disruptive matching row wins, so an ambiguous decode never understates a fault.
+  // Newer drivers (>= R575) use the v2 layout; try it, then v1. A promotable row whose
+  // action-2 pattern matches takes its action-2 bucket. The most disruptive matching row
+  // wins, so an ambiguous decode never understates a fault.
   NvlinkXidDecode best;
-  auto rank = [](std::string_view bucket) { return bucket == "RESET_GPU" ? 2 : bucket == "XID_154_EVAL" ? 1 : 0; };
   for (const DecodeRow& r : kDecode) {
     if (r.xid != xid || !StatusMatches(r.error_status, error_status)) continue;
-    if (!PatternMatches(r.pattern_v2, intr_info) && !PatternMatches(r.pattern_v1, intr_info)) continue;
-    if (!best.matched || rank(r.bucket) > rank(best.bucket)) best = {true, r.unit, r.bucket, r.severity};
+    std::string_view bucket;
+    if (!r.action2.empty() && EitherPattern(r.action2_v1, r.action2_v2, intr_info)) {
+      bucket = r.action2;
+    } else if (EitherPattern(r.pattern_v1, r.pattern_v2, intr_info)) {
+      bucket = r.bucket;
+    } else {
+      continue;
+    }
+    if (!best.matched || BucketRank(bucket) > BucketRank(best.bucket)) best = {true, r.unit, bucket, r.severity};
   }
   return best;
+}
+
+std::span<const SxidInfo> AllSxids() { return kSxids; }
+
+const SxidInfo* FindSxid(int code) {
+  auto it =
+      std::lower_bound(std::begin(kSxids), std::end(kSxids), code, [](const SxidInfo& s, int c) { return s.code < c; });
+  return it != std::end(kSxids) && it->code == code ? &*it : nullptr;
 }
 
 size_t NvlinkDecodeRowCount() { return std::size(kDecode); }

@@ -50,6 +50,31 @@ NvlinkXidDecode DecodeNvlinkXid(int xid, uint32_t intr_info, uint32_t error_stat
 // Number of rows in the 144-150 decode table (for tests against the CSV).
 size_t NvlinkDecodeRowCount();
 
+// NVSwitch SXids: NVIDIA's facts per code (sxid_catalog_data.inc names its source).
+enum class SxidSeverity : uint8_t { kNonFatal, kFatal, kAlwaysFatal };
+enum class SxidRecovery : uint8_t {
+  kNone,               // corrected by hardware / safe to ignore
+  kWatch,              // may cost NVLink throughput, or may precede a fatal SXid
+  kCheckLink,          // broken/inconsistent connection unless an uncoordinated shutdown
+  kCheckCooling,       // NVSwitch thermal event
+  kRestartGuestVm,     // the partition using the port (bare metal: reset the GPUs on it)
+  kResetGpuAndSwitch,  // reset every GPU and NVSwitch
+  kRestartHost,        // the whole fabric
+};
+struct SxidInfo {
+  int code;
+  std::string_view name;
+  SxidSeverity severity;
+  SxidRecovery recovery;
+};
+std::span<const SxidInfo> AllSxids();
+const SxidInfo* FindSxid(int code);
+// The project's reading of one SXid; `printed_severity` is what the line said ("Fatal",
+// "Non-fatal", or empty). The more severe of the catalog and the printed severity wins;
+// a code the catalog does not know is read from the printed severity alone. Codes NVIDIA
+// calls safe to ignore get fault class kNone.
+XidRule RuleForSxid(int code, std::string_view printed_severity);
+
 // XID 154 recovery actions ("GPU recovery action changed from 0x0 (None) to 0x4 (Drain and Reset)").
 std::optional<Action> RecoveryActionFor(int value);
 

@@ -3,6 +3,8 @@
 // depart from the bucket, the comment says why. Context rules (13/31 across programs,
 // 45 after another XID, 48 with 63/64, 79 after AER, 94 never RMA) are in the kernel
 // detector.
+#include <algorithm>
+
 #include "parse/xid_catalog.h"
 
 namespace faultline {
@@ -96,7 +98,47 @@ XidRule FromBucket(std::string_view bucket) {
   return {FC::kDriverFault, L::kOs, A::kMonitor, S::kWarning, false};  // CONTACT_SUPPORT, unknown, empty
 }
 
+// An SXid's reading by NVIDIA's recovery for it (sxid_catalog_data.inc). A port whose
+// traffic a fatal SXid stopped: the job on it died; drain, then reset the GPUs and
+// NVSwitch (restart the guest VM on virtualized systems); a repeat names the switch.
+XidRule FromSxidRecovery(SxidRecovery r) {
+  switch (r) {
+    case SxidRecovery::kNone:
+      return {FC::kNone, L::kFabric, A::kNone, S::kInfo, false};
+    case SxidRecovery::kWatch:
+      return {FC::kNvlinkErrors, L::kFabric, A::kMonitor, S::kWarning, true};
+    case SxidRecovery::kCheckLink:
+      return {FC::kNvlinkErrors, L::kFabric, A::kMonitor, S::kWarning, true};
+    case SxidRecovery::kCheckCooling:
+      return {FC::kCoolingDegraded, L::kFabric, A::kMonitor, S::kWarning, false};
+    case SxidRecovery::kRestartGuestVm:
+      return {FC::kNvswitchFault, L::kFabric, A::kResetGpu, S::kCritical, true};
+    case SxidRecovery::kResetGpuAndSwitch:
+      return {FC::kNvswitchFault, L::kFabric, A::kDrain, S::kCritical, true};
+    case SxidRecovery::kRestartHost:
+      return {FC::kNvswitchFault, L::kFabric, A::kDrain, S::kFatal, true};
+  }
+  return {FC::kNvlinkErrors, L::kFabric, A::kMonitor, S::kWarning, true};
+}
+
 }  // namespace
+
+XidRule RuleForSxid(int code, std::string_view printed_severity) {
+  const bool printed_fatal = printed_severity == "Fatal";
+  const SxidInfo* info = FindSxid(code);
+  if (info == nullptr) {
+    return printed_fatal ? XidRule{FC::kNvswitchFault, L::kFabric, A::kDrain, S::kCritical, true}
+                         : XidRule{FC::kNvlinkErrors, L::kFabric, A::kMonitor, S::kWarning, true};
+  }
+  XidRule rule = FromSxidRecovery(info->recovery);
+  // Fatal to the port's traffic (the catalog's class, or the driver says so on this line).
+  if (info->severity != SxidSeverity::kNonFatal || printed_fatal) {
+    rule.fault_class = rule.fault_class == FC::kCoolingDegraded ? rule.fault_class : FC::kNvswitchFault;
+    rule.action = std::max(rule.action, A::kDrain);
+    rule.severity = std::max(rule.severity, S::kCritical);
+  }
+  return rule;
+}
 
 XidRule RuleForXid(int code) {
   for (const CodeRule& r : kRules) {

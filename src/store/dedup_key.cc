@@ -48,7 +48,13 @@ std::string DedupKey(const Observation& obs) {
   k.Str('s', ToString(obs.source));
   k.Str('k', ToString(obs.kind));
   k.Str('c', obs.component.Id());
-  k.Num('t', static_cast<uint64_t>(obs.time_ns));
+  // A time derived from a boot-time estimate moves at every start; the boot and the
+  // kernel's monotonic time are what identify such a line (see the header).
+  const auto boot = obs.attrs.find(std::string(kBootIdAttr));
+  if (boot != obs.attrs.end() && obs.mono_us)
+    k.Str('b', boot->second);
+  else
+    k.Num('t', static_cast<uint64_t>(obs.time_ns));
   if (obs.mono_us)
     k.Num('m', static_cast<uint64_t>(*obs.mono_us));
   else

@@ -87,6 +87,9 @@ struct AppendStats {
   size_t inserted = 0;    // observations not seen before
   size_t updated = 0;     // already stored; count raised to the larger folded count
   size_t duplicates = 0;  // already stored, nothing new
+  // Positions, in the observations given to Append, of those `duplicates`, ascending: the
+  // facts the store already had (so a caller does not count them a second time).
+  std::vector<size_t> duplicate_indexes;
 };
 
 struct RetentionStats {

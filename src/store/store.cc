@@ -1,6 +1,13 @@
 #include "store/store.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
 #include <variant>
 
 #include "core/json.h"
@@ -46,18 +53,141 @@ void BindAll(Stmt& st, const std::vector<Param>& params) {
 
 int64_t LimitValue(size_t limit) { return limit == 0 ? -1 : static_cast<int64_t>(limit); }
 
+// PRAGMA application_id of a faultline store ("FltN"): tells our file from another
+// program's SQLite database before anything is written to it.
+constexpr int64_t kApplicationId = 0x466c744e;
+// SQLite's own default page-count ceiling (what "no cap" restores).
+constexpr int64_t kSqliteMaxPages = 4294967294;
+
+uint32_t BigEndian(const unsigned char* p, int n) {
+  uint32_t v = 0;
+  for (int i = 0; i < n; ++i) v = (v << 8) | p[i];
+  return v;
+}
+
+Status ErrnoStatus(int err, const std::string& what) {
+  const std::string msg = what + ": " + std::strerror(err);
+  switch (err) {
+    case ENOENT:
+    case ENOTDIR:
+      return Status(StatusCode::kNotFound, msg);
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return Status(StatusCode::kPermissionDenied, msg);
+    default:
+      return Status(StatusCode::kIoError, msg);
+  }
+}
+
+bool WalHasFrames(const std::string& path) {
+  struct stat st {};
+  return ::stat((path + "-wal").c_str(), &st) == 0 && st.st_size > 0;
+}
+
+// Checks an existing file's SQLite header with plain reads, before SQLite (which would
+// write its journal mode, migrations or a checkpoint into it) touches the file. A file
+// that is absent or empty is a new store. Catches: not SQLite at all, a file cut short
+// (not whole pages, or fewer pages than the header records while no WAL could hold the
+// rest) and another program's database (a foreign application_id).
+Status CheckFileBeforeOpen(const std::string& path, bool& exists) {
+  struct stat st {};
+  exists = false;
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return Status::Ok();
+    return ErrnoStatus(errno, "stat");
+  }
+  exists = true;
+  if (!S_ISREG(st.st_mode)) return Status(StatusCode::kInvalidArgument, "not a regular file");
+  if (st.st_size == 0) return Status::Ok();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(errno, "open");
+  std::array<unsigned char, 100> h{};
+  const ssize_t n = ::pread(fd, h.data(), h.size(), 0);
+  ::close(fd);
+  if (n != static_cast<ssize_t>(h.size()) || std::memcmp(h.data(), "SQLite format 3", 16) != 0) {
+    return Status(StatusCode::kCorrupt, "file is not a database (no SQLite header)");
+  }
+  int64_t page_size = BigEndian(&h[16], 2);
+  if (page_size == 1) page_size = 65536;
+  if (page_size < 512 || page_size > 65536 || (page_size & (page_size - 1)) != 0) {
+    return Status(StatusCode::kCorrupt, "file is not a database (bad page size " + std::to_string(page_size) + ")");
+  }
+  const int64_t pages = st.st_size / page_size;
+  if (st.st_size % page_size != 0) {
+    return Status(StatusCode::kCorrupt, "database file is truncated: " + std::to_string(st.st_size) +
+                                            " bytes is not a whole number of " + std::to_string(page_size) +
+                                            "-byte pages");
+  }
+  // The header's page count is valid when its change counter matches version-valid-for.
+  // With WAL frames present a crash mid-checkpoint may leave the main file shorter than
+  // its new header says; the WAL still holds those pages, so only judge without one.
+  const uint32_t header_pages = BigEndian(&h[28], 4);
+  if (header_pages > 0 && BigEndian(&h[24], 4) == BigEndian(&h[92], 4) && pages < header_pages && !WalHasFrames(path)) {
+    return Status(StatusCode::kCorrupt, "database file is truncated: its header records " +
+                                            std::to_string(header_pages) + " pages, the file holds " +
+                                            std::to_string(pages));
+  }
+  const uint32_t app = BigEndian(&h[68], 4);
+  if (app != 0 && app != kApplicationId) {
+    char hex[16];
+    std::snprintf(hex, sizeof hex, "0x%08x", app);
+    return Status(StatusCode::kCorrupt, std::string("not a faultline store (another program's database, "
+                                                    "application_id ") +
+                                            hex + ")");
+  }
+  return Status::Ok();
+}
+
+// Creates the store file 0600 (the node's logs are not for every local user); SQLite
+// gives its -wal and -shm the database file's mode.
+Status CreatePrivateFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return errno == EEXIST ? Status::Ok() : ErrnoStatus(errno, "create");
+  ::close(fd);
+  return Status::Ok();
+}
+
+// "file:" URI for sqlite3_open_v2 with SQLITE_OPEN_URI: '%', '?' and '#' escaped.
+std::string FileUri(const std::string& path, std::string_view query) {
+  std::string uri = "file:";
+  for (char c : path) {
+    if (c == '%' || c == '?' || c == '#') {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", static_cast<unsigned char>(c));
+      uri += buf;
+    } else {
+      uri += c;
+    }
+  }
+  uri += "?";
+  uri += query;
+  return uri;
+}
+
+Result<bool> HasTable(sqlite3* db, std::string_view name) {
+  auto st = Stmt::Prepare(db, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name=?");
+  if (!st.ok()) return st.status();
+  st->Bind(1, name);
+  auto row = st->Step();
+  if (!row.ok()) return row.status();
+  return *row && st->Int(0) > 0;
+}
+
 }  // namespace
 
 struct Store::Impl {
   DbHandle db;
   StoreOptions options;
+  bool fresh = false;  // no tables yet: a new store
   std::optional<Stmt> insert_obs;
   std::optional<Stmt> raise_count;
   std::optional<Stmt> upsert_cursor;
 
+  Status Validate();
   Status Configure(bool is_memory);
   Status Prepare();
-  Status InsertOne(const Observation& obs, AppendStats& stats);
+  Status InsertOne(const Observation& obs, size_t index, AppendStats& stats);
   Status SaveCursors(const std::vector<Cursor>& cursors);
   Result<int64_t> UsedBytes();
   Result<int64_t> DeleteOldestObservations(int64_t target_bytes);
@@ -68,15 +198,42 @@ struct Store::Impl {
                                      const RecordQuery& q);
 };
 
-Status Store::Impl::Configure(bool is_memory) {
+// Reads only: decides whether this file may be written before anything is.
+Status Store::Impl::Validate() {
   sqlite3* h = db.get();
   sqlite3_busy_timeout(h, options.busy_timeout_ms);
-  // Reading the schema first makes a non-database file fail here (SQLITE_NOTADB)
-  // before any pragma could try to write to it.
+  // A non-database file fails here (SQLITE_NOTADB).
   auto tables = QueryInt(h, "SELECT count(*) FROM sqlite_master");
   if (!tables.ok()) return tables.status();
+  fresh = *tables == 0;
+  auto app = QueryInt(h, "PRAGMA application_id");
+  if (!app.ok()) return app.status();
+  if (!fresh && *app != kApplicationId) {
+    // Stores written before the application_id existed carry 0 and our tables.
+    auto versioned = HasTable(h, "schema_version");
+    if (!versioned.ok()) return versioned.status();
+    auto observations = HasTable(h, "observations");
+    if (!observations.ok()) return observations.status();
+    if (*app != 0 || !*versioned || !*observations) {
+      return Status(StatusCode::kCorrupt,
+                    "not a faultline store (an SQLite database with other tables); refusing to write to it");
+    }
+  }
+  if (options.check_integrity_on_open && !options.read_only && !fresh) {
+    auto check = Stmt::Prepare(h, "PRAGMA quick_check");
+    if (!check.ok()) return check.status();
+    auto row = check->Step();
+    if (!row.ok()) return row.status();
+    if (*row && check->Text(0) != "ok") return Status(StatusCode::kCorrupt, "integrity check: " + check->Text(0));
+  }
+  return Status::Ok();
+}
+
+// The writes of opening, only after Validate accepted the file.
+Status Store::Impl::Configure(bool is_memory) {
+  sqlite3* h = db.get();
   // auto_vacuum can only be chosen before the first table exists.
-  if (*tables == 0) {
+  if (fresh) {
     if (auto s = Exec(h, "PRAGMA auto_vacuum = INCREMENTAL"); !s.ok()) return s;
   }
   if (!is_memory) {
@@ -88,18 +245,15 @@ Status Store::Impl::Configure(bool is_memory) {
       return Status(StatusCode::kUnsupported, "store: cannot enable WAL journal mode on this file system");
     }
   }
+  auto app = QueryInt(h, "PRAGMA application_id");
+  if (!app.ok()) return app.status();
+  if (*app != kApplicationId) {
+    if (auto s = Exec(h, "PRAGMA application_id = " + std::to_string(kApplicationId)); !s.ok()) return s;
+  }
   const bool full = options.synchronous == StoreOptions::Synchronous::kFull;
   if (auto s = Exec(h, full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL"); !s.ok()) return s;
   // Keeps the WAL file from staying at its high-water mark after checkpoints.
-  if (auto s = Exec(h, "PRAGMA journal_size_limit = 67108864"); !s.ok()) return s;
-  if (options.check_integrity_on_open) {
-    auto check = Stmt::Prepare(h, "PRAGMA quick_check");
-    if (!check.ok()) return check.status();
-    auto row = check->Step();
-    if (!row.ok()) return row.status();
-    if (*row && check->Text(0) != "ok") return Status(StatusCode::kCorrupt, "store: " + check->Text(0));
-  }
-  return Status::Ok();
+  return Exec(h, "PRAGMA journal_size_limit = 67108864");
 }
 
 Status Store::Impl::Prepare() {
@@ -112,19 +266,72 @@ Status Store::Impl::Prepare() {
   return Status::Ok();
 }
 
+namespace {
+
+Result<DbHandle> OpenHandle(const std::string& name, int flags) {
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(name.c_str(), &raw, flags | SQLITE_OPEN_NOMUTEX, nullptr);
+  DbHandle db(raw);
+  if (rc != SQLITE_OK) return SqliteStatus(rc, raw, "open");
+  return db;
+}
+
+// Read-only: "mode=ro" shares the agent's WAL; where the -shm file cannot be created
+// (a read-only directory, a file owned by someone else) SQLite cannot even read a WAL
+// database that way, so it is read immutable instead.
+Result<DbHandle> OpenReadOnly(const std::string& path) {
+  const int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI;
+  auto db = OpenHandle(FileUri(path, "mode=ro"), flags);
+  if (db.ok()) {
+    const int rc = sqlite3_exec(db->get(), "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr);
+    const int primary = rc & 0xff;
+    if (primary != SQLITE_READONLY && primary != SQLITE_CANTOPEN) return db;
+  }
+  return OpenHandle(FileUri(path, "immutable=1"), flags);
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const StoreOptions& options) {
   const bool is_memory = path.empty() || path == ":memory:";
-  sqlite3* raw = nullptr;
-  const int rc = sqlite3_open_v2(is_memory ? ":memory:" : path.c_str(), &raw,
-                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
-  auto impl = std::make_unique<Impl>();
-  impl->db.reset(raw);
-  impl->options = options;
-  if (rc != SQLITE_OK) return SqliteStatus(rc, raw, "store: open " + path);
   auto fail = [&](const Status& s) { return Status(s.code(), "store: " + path + ": " + s.message()); };
-  if (auto s = impl->Configure(is_memory); !s.ok()) return fail(s);
-  auto version = store::ApplyMigrations(impl->db.get(), store::StoreMigrations());
-  if (!version.ok()) return fail(version.status());
+  bool exists = false;
+  if (!is_memory) {
+    if (auto s = CheckFileBeforeOpen(path, exists); !s.ok()) return fail(s);
+    if (!exists && options.read_only) return Status(StatusCode::kNotFound, "store: " + path + ": no such file");
+    if (!exists) {
+      if (auto s = CreatePrivateFile(path); !s.ok()) return fail(s);
+    }
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  if (options.read_only && !is_memory) {
+    auto db = OpenReadOnly(path);
+    if (!db.ok()) return fail(db.status());
+    impl->db = std::move(*db);
+  } else {
+    // No SQLITE_OPEN_CREATE for files: the file was created above with its mode.
+    auto db = OpenHandle(is_memory ? ":memory:" : path, SQLITE_OPEN_READWRITE | (is_memory ? SQLITE_OPEN_CREATE : 0));
+    if (!db.ok()) return fail(db.status());
+    impl->db = std::move(*db);
+  }
+  if (auto s = impl->Validate(); !s.ok()) return fail(s);
+  if (options.read_only) {
+    if (impl->fresh) return fail(Status(StatusCode::kNotFound, "empty database: no faultline store here"));
+    // Read as it is: no migration, but never a schema newer than this binary.
+    auto version = store::SchemaVersion(impl->db.get());
+    if (!version.ok()) return fail(version.status());
+    const int newest = store::StoreMigrations().back().version;
+    if (*version > newest) {
+      return fail(Status(StatusCode::kUnsupported, "database schema version " + std::to_string(*version) +
+                                                       " is newer than this faultline supports (" +
+                                                       std::to_string(newest) + ")"));
+    }
+  } else {
+    if (auto s = impl->Configure(is_memory); !s.ok()) return fail(s);
+    auto version = store::ApplyMigrations(impl->db.get(), store::StoreMigrations());
+    if (!version.ok()) return fail(version.status());
+  }
   if (auto s = impl->Prepare(); !s.ok()) return fail(s);
   return std::unique_ptr<Store>(new Store(std::move(impl)));
 }
@@ -137,7 +344,7 @@ Store::~Store() { (void)Close(); }
   std::lock_guard<std::mutex> lock(mu_); \
   if (!impl_) return Status(StatusCode::kUnavailable, "store: closed")
 
-Status Store::Impl::InsertOne(const Observation& obs, AppendStats& stats) {
+Status Store::Impl::InsertOne(const Observation& obs, size_t index, AppendStats& stats) {
   if (obs.node.empty()) return Status(StatusCode::kInvalidArgument, "store: observation without node");
   const std::string key = store::DedupKey(obs);
   const int64_t count = ClampCount(obs.count);
@@ -164,10 +371,12 @@ Status Store::Impl::InsertOne(const Observation& obs, AppendStats& stats) {
   up.Bind(1, count);
   up.BindBlob(2, key);
   if (auto s = up.Run(); !s.ok()) return s;
-  if (sqlite3_changes(db.get()) == 1)
+  if (sqlite3_changes(db.get()) == 1) {
     ++stats.updated;
-  else
+  } else {
     ++stats.duplicates;
+    stats.duplicate_indexes.push_back(index);
+  }
   return Status::Ok();
 }
 
@@ -190,10 +399,7 @@ Result<AppendStats> Store::Append(const std::vector<Observation>& observations, 
   if (auto s = Exec(h, "BEGIN IMMEDIATE"); !s.ok()) return s;
   AppendStats stats;
   Status s;
-  for (const Observation& obs : observations) {
-    s = impl_->InsertOne(obs, stats);
-    if (!s.ok()) break;
-  }
+  for (size_t i = 0; i < observations.size() && s.ok(); ++i) s = impl_->InsertOne(observations[i], i, stats);
   if (s.ok()) s = impl_->SaveCursors(cursors);
   if (s.ok()) s = Exec(h, "COMMIT");
   if (!s.ok()) {
@@ -347,6 +553,20 @@ Result<QueryResult<Diagnosis>> Store::ListDiagnoses(const RecordQuery& q) {
   return impl_->ListRecords<Diagnosis>("diagnoses", "first_ns", "last_ns", q);
 }
 
+Result<std::optional<Row<Diagnosis>>> Store::LatestDiagnosis(const std::string& node) {
+  FAULTLINE_STORE_OPEN_OR_RETURN();
+  auto st = Stmt::Prepare(impl_->db.get(), "SELECT id, payload FROM diagnoses WHERE node = ? ORDER BY id DESC LIMIT 1");
+  if (!st.ok()) return st.status();
+  st->Bind(1, node);
+  auto row = st->Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return std::optional<Row<Diagnosis>>();
+  auto value = DecodeJson<Diagnosis>(st->Text(1));
+  // A row this binary cannot decode (a newer faultline's) compares as "none stored".
+  if (!value.ok()) return std::optional<Row<Diagnosis>>();
+  return std::optional<Row<Diagnosis>>(Row<Diagnosis>{st->Int(0), node, std::move(*value)});
+}
+
 Result<QueryResult<ActionRecord>> Store::ListActions(const RecordQuery& q) {
   FAULTLINE_STORE_OPEN_OR_RETURN();
   return impl_->ListRecords<ActionRecord>("actions", "time_ns", "time_ns", q);
@@ -448,11 +668,22 @@ Result<StoreStats> Store::Stats() {
   return s;
 }
 
+Status Store::SetFileSizeLimit(int64_t bytes) {
+  FAULTLINE_STORE_OPEN_OR_RETURN();
+  sqlite3* h = impl_->db.get();
+  auto page_size = QueryInt(h, "PRAGMA page_size");
+  if (!page_size.ok()) return page_size.status();
+  const int64_t pages = bytes <= 0 ? kSqliteMaxPages : std::max<int64_t>(1, bytes / *page_size);
+  // SQLite keeps the cap at least at the current size; the pragma answers with a row.
+  return QueryInt(h, "PRAGMA max_page_count = " + std::to_string(pages)).status();
+}
+
 Status Store::Close() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!impl_) return Status::Ok();
-  // Folding the WAL into the main file leaves a self-contained database behind.
-  Status s = Exec(impl_->db.get(), "PRAGMA wal_checkpoint(TRUNCATE)");
+  // Folding the WAL into the main file leaves a self-contained database behind (a
+  // reader leaves the file as it found it).
+  Status s = impl_->options.read_only ? Status::Ok() : Exec(impl_->db.get(), "PRAGMA wal_checkpoint(TRUNCATE)");
   impl_.reset();
   return s;
 }

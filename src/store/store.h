@@ -15,7 +15,16 @@
 //
 // Errors: kCorrupt when the file is not a faultline/SQLite database or is damaged (the
 // file is never recreated or overwritten), kUnsupported when its schema is newer than
-// this binary, kUnavailable when locked or closed, kIoError for disk errors.
+// this binary, kUnavailable when locked or closed, kIoError for disk errors (a full disk
+// is kIoError "database or disk is full": the transaction is rolled back whole, so the
+// caller still holds everything it tried to store and can retry it later).
+//
+// Refusal before writing: Open checks an existing file with reads only (SQLite header,
+// size against the page count the header records, application_id, faultline's tables,
+// PRAGMA quick_check) and returns kCorrupt before any pragma, migration or WAL
+// checkpoint could change a byte of a file that is damaged or belongs to someone else.
+// A store the binary creates is created with mode 0600 (its -wal/-shm inherit it): it
+// holds the node's logs.
 #pragma once
 
 #include <cstdint>
@@ -54,9 +63,18 @@ struct StoreOptions {
   // Rows deleted per statement while enforcing max_bytes.
   int64_t retention_batch_rows = 5000;
 
-  // Run PRAGMA quick_check at open (reads the whole file: off by default; damage is
-  // still reported as kCorrupt by whichever call touches it).
-  bool check_integrity_on_open = false;
+  // Run PRAGMA quick_check at open, before anything is written (reads the whole file:
+  // seconds per GiB, see docs/store.md). On by default so a damaged store is refused
+  // instead of written into; without it, damage is still reported as kCorrupt by
+  // whichever call touches it. Not run for read_only opens (a reader damages nothing).
+  bool check_integrity_on_open = true;
+
+  // Open an existing store for reading only (`faultline why-slow`): never creates,
+  // migrates or writes the file, and works on a read-only file or directory. When the
+  // directory does not let SQLite create its -shm file, the file is opened immutable
+  // (which assumes no agent is writing it at the same time). Writes return
+  // kPermissionDenied. A store with an older schema is read as it is.
+  bool read_only = false;
 };
 
 class Store {
@@ -83,6 +101,9 @@ class Store {
   Result<QueryResult<Finding>> ListFindings(const RecordQuery& query);
   Result<QueryResult<Diagnosis>> ListDiagnoses(const RecordQuery& query);
   Result<QueryResult<ActionRecord>> ListActions(const RecordQuery& query);
+  // The newest stored diagnosis of `node` (highest row id) whatever its time span;
+  // nullopt when none. A "none" diagnosis has no time span, so a window query misses it.
+  Result<std::optional<Row<Diagnosis>>> LatestDiagnosis(const std::string& node);
 
   // Cursors outside an Append (e.g. a source that skipped unreadable input).
   Status PutCursors(const std::vector<Cursor>& cursors);
@@ -97,6 +118,12 @@ class Store {
   Result<RetentionStats> ApplyRetention(int64_t now_ns);
 
   Result<StoreStats> Stats();
+
+  // Caps the database at `bytes` (whole pages; never below its current size; 0 = no
+  // cap): a write that would grow it further fails with kIoError "database or disk is
+  // full" and rolls back, exactly as on a full disk. Tests use it to make commits fail on
+  // demand; the cap holds for this connection until changed.
+  Status SetFileSizeLimit(int64_t bytes);
 
   // Checkpoints the WAL into the main file and closes. Idempotent; every later call
   // returns kUnavailable. The destructor closes too (ignoring errors).

@@ -111,6 +111,69 @@ TEST(CliDiagnoseTest, PartlyCorruptFileIsReadAroundTheDamage) {
   EXPECT_EQ(j["inputs"][0]["truncated_lines"], 1);
 }
 
+// A log whose first line starts with '[' is a kernel log when it reads as one, whatever
+// dmesg form it is in, or a bare bracketed message.
+TEST(CliDiagnoseTest, BracketedFirstLineIsAKernelLog) {
+  const std::string xid =
+      "NVRM: Xid (PCI:0000:3b:00): 48, pid=4242, name=trainer, An uncorrectable double bit error (DBE) has been "
+      "detected on GPU in the framebuffer at partition 6, subpartition 0.\n";
+  for (const std::string first : {"[  +0.000844] ", "[<    0.000844>] ", "[Feb14 07:03] ", "[drm] ok\n[  +1.5] "}) {
+    const std::string path = testing::TempDir() + "/bracketed.log";
+    { std::ofstream(path) << first << xid; }
+    RunResult r = Faultline("diagnose --json " + path);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    Json j = Json::parse(r.out);
+    EXPECT_EQ(j["inputs"][0]["format"], "kernel_log") << first;
+    EXPECT_EQ(j["primary"]["fault_class"], "hbm_uncorrectable") << first << r.err;
+    EXPECT_EQ(r.err.find("not valid JSON"), std::string::npos) << r.err;
+  }
+}
+
+// XID lines that name no pid or process (or name them "<unknown>") print no empty fields.
+TEST(CliDiagnoseTest, MissingPidAndProcessPrintNoEmptyFields) {
+  const std::string path = testing::TempDir() + "/nopid.log";
+  {
+    std::ofstream(path) << "[ 10.000001] NVRM: Xid (PCI:0000:3b:00): 13, Graphics Exception: ESR 0x50e730=0x4\n"
+                        << "[ 11.000001] NVRM: Xid (PCI:0000:3b:00): 31, pid='<unknown>', name=<unknown>, Ch 00000008, "
+                           "intr 10000000. MMU Fault: ENGINE GRAPHICS\n"
+                        << "[ 12.000001] traps: [12] general protection fault ip:7f sp:7ffd error:0\n";
+  }
+  RunResult r = Faultline("diagnose " + path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* empty :
+       {"pid :", "pid )", "(pid )", "program :", "program  ", "Program  (", "()", " :  ", "from program pid"}) {
+    EXPECT_EQ(r.out.find(empty), std::string::npos) << "'" << empty << "' in:\n" << r.out;
+  }
+}
+
+// Memory stays bounded whatever the input: distinct lines past the per-component bound are
+// counted, not kept, and the total across files is capped with a warning.
+TEST(CliDiagnoseTest, ManyDistinctXidLinesAreBoundedAndCounted) {
+  const std::string path = testing::TempDir() + "/many-xids.log";
+  constexpr int kLines = 30'000;
+  {
+    std::ofstream f(path);
+    for (int i = 0; i < kLines; ++i) {
+      f << "[" << 1000 + i / 1000 << "." << 100000 + i % 1000 << "] NVRM: Xid (PCI:0000:" << (i % 2 ? "3b" : "5d")
+        << ":00): 13, pid=" << 100000 + i << ", name=job" << i
+        << ", Graphics SM Warp Exception on (GPC 1, TPC 2, SM 0): Out Of Range Address\n";
+    }
+  }
+  RunResult r = Faultline("diagnose --json " + path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Json in = Json::parse(r.out)["inputs"][0];
+  EXPECT_LE(in["observations"].get<int>(), 2 * 1024);
+  EXPECT_EQ(in["aggregated_lines"].get<int>() + in["observations"].get<int>(), kLines);
+  EXPECT_NE(r.err.find("counted, not kept"), std::string::npos) << r.err;
+  // Two copies with a total cap: the second file is cut with a warning, not read whole.
+  RunResult capped = Faultline("diagnose --json --max-observations 1000 " + path + " " + path);
+  ASSERT_EQ(capped.exit_code, 0) << capped.err;
+  Json inputs = Json::parse(capped.out)["inputs"];
+  EXPECT_EQ(inputs[0]["observations"].get<int>() + inputs[1]["observations"].get<int>(), 1000);
+  EXPECT_GT(inputs[1]["dropped_observations"].get<int>(), 0);
+  EXPECT_NE(capped.err.find("--max-observations"), std::string::npos) << capped.err;
+}
+
 TEST(CliDiagnoseTest, HelpTeaches) {
   RunResult r = Faultline("diagnose --help");
   EXPECT_EQ(r.exit_code, 0);

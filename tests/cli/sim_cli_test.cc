@@ -1,8 +1,11 @@
 // End-to-end: `faultline sim` and `faultline bench accuracy` as an operator runs them.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 
 #include "core/json.h"
@@ -98,6 +101,111 @@ TEST_F(CliSimTest, AccuracyBenchScoresADirectory) {
 TEST_F(CliSimTest, AccuracyBenchRefusesAnEmptyOrMissingDirectory) {
   EXPECT_EQ(Faultline("bench accuracy --scenarios " + dir_).exit_code, 2);
   EXPECT_EQ(Faultline("bench accuracy --scenarios " + dir_ + "/nope").exit_code, 2);
+}
+
+// Every entry directly under `dir`, by name.
+std::set<std::string> Entries(const std::string& dir) {
+  std::set<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.insert(e.path().filename().string());
+  return names;
+}
+
+TEST_F(CliSimTest, AnExistingWorkdirAndTheUsersFilesSurviveTheRun) {
+  const std::string mine = dir_ + "/mine";
+  fs::create_directories(mine + "/healthy-node");
+  std::ofstream(mine + "/user.txt") << "keep me\n";
+  std::ofstream(mine + "/healthy-node/kmsg.log") << "the user's own file, named like the simulator's\n";
+  const std::set<std::string> before = Entries(mine);
+  RunResult r =
+      Faultline("sim --json --agent --duration 20 --workdir " + mine + " --scenario " + Scenario("healthy-node.yaml"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Entries(mine), before);
+  EXPECT_EQ(testing_cli::Slurp(mine + "/user.txt"), "keep me\n");
+  EXPECT_EQ(testing_cli::Slurp(mine + "/healthy-node/kmsg.log"), "the user's own file, named like the simulator's\n");
+  // The same for the accuracy bench.
+  fs::create_directories(dir_ + "/set");
+  fs::copy_file(Scenario("healthy-node.yaml"), dir_ + "/set/healthy-node.yaml");
+  r = Faultline("bench accuracy --json --workdir " + mine + " --scenarios " + dir_ + "/set");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(Entries(mine), before);
+}
+
+TEST_F(CliSimTest, AHostileScenarioNameIsAUsageErrorAndTouchesNothing) {
+  fs::create_directories(dir_ + "/victim");
+  std::ofstream(dir_ + "/victim/keep.txt") << "x\n";
+  fs::create_directories(dir_ + "/work");
+  for (const std::string name : {"../victim", "..", "/tmp", "a/b"}) {
+    const std::string file = dir_ + "/hostile.yaml";
+    std::ofstream(file) << "name: '" << name << "'\nduration_s: 20\ntruth: {fault_class: none}\n";
+    RunResult r = Faultline("sim --agent --workdir " + dir_ + "/work --scenario " + file);
+    EXPECT_EQ(r.exit_code, 2) << name;
+    EXPECT_NE(r.err.find("scenario.name: not a plain file name"), std::string::npos) << r.err;
+  }
+  EXPECT_TRUE(fs::exists(dir_ + "/victim/keep.txt"));
+  EXPECT_TRUE(Entries(dir_ + "/work").empty());
+}
+
+TEST_F(CliSimTest, KeepReportsWhereTheFilesAre) {
+  RunResult r = Faultline("sim --json --agent --keep --duration 10 --workdir " + dir_ + "/k --scenario " +
+                          Scenario("healthy-node.yaml"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  Json j = Json::parse(r.out);
+  ASSERT_TRUE(j.contains("workdir")) << r.out;
+  const std::string kept = j["workdir"].get<std::string>();
+  EXPECT_EQ(fs::path(kept).parent_path(), fs::path(dir_ + "/k"));
+  EXPECT_TRUE(fs::exists(kept + "/kmsg.log"));
+}
+
+// Runs `binary args` with stderr folded into the output.
+RunResult RunAt(const std::string& binary, const std::string& args) {
+  RunResult r;
+  FILE* p = popen((binary + " " + args + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+TEST_F(CliSimTest, TheProductionBinaryCarriesNoTestDoubles) {
+  // faultline installed alone (a -DFAULTLINE_WITH_SIM=OFF package): the agent's commands
+  // work, the simulator's commands say what is missing.
+  const std::string bin = dir_ + "/bin";
+  fs::create_directories(bin);
+  fs::copy_file(std::string(FAULTLINE_BINARY_DIR) + "/faultline", bin + "/faultline");
+  fs::permissions(bin + "/faultline", fs::perms::owner_exec, fs::perm_options::add);
+  RunResult help = RunAt(bin + "/faultline", "--help");
+  EXPECT_EQ(help.exit_code, 0) << help.out;
+  EXPECT_NE(help.out.find("agent"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("diagnose"), std::string::npos) << help.out;
+  for (const char* cmd : {"sim --scenario x.yaml", "mock-bmc --mockup m", "bench accuracy --scenarios s",
+                          "bench redfish-sweep --mockup m", "sim --help"}) {
+    RunResult r = RunAt(bin + "/faultline", cmd);
+    EXPECT_EQ(r.exit_code, 2) << cmd << ": " << r.out;
+    EXPECT_NE(r.out.find("the simulator is not installed"), std::string::npos) << cmd << ": " << r.out;
+    EXPECT_NE(r.out.find("faultline-sim"), std::string::npos) << r.out;
+  }
+  EXPECT_EQ(RunAt(bin + "/faultline", "diagnose --help").exit_code, 0);
+  // No code of the simulator's namespace (faultline::sim) is in the binary. The symbol
+  // table is there in this build (the daemon's namespace shows), so absence means it.
+  const std::string image = testing_cli::Slurp(bin + "/faultline");
+  if (image.find("N9faultline6daemon") == std::string::npos) GTEST_SKIP() << "stripped binary";
+  EXPECT_EQ(image.find("N9faultline3sim"), std::string::npos);
+  EXPECT_EQ(image.find("MockBmc"), std::string::npos);
+}
+
+TEST_F(CliSimTest, TheSimulatorsCommandsReachFaultlineSim) {
+  for (const char* cmd : {"mock-bmc --help", "bench redfish-sweep --help", "bench accuracy --help"}) {
+    RunResult r = Faultline(cmd);
+    EXPECT_EQ(r.exit_code, 0) << cmd << ": " << r.err;
+    EXPECT_NE(r.out.find("Usage: faultline"), std::string::npos) << r.out;
+  }
+  EXPECT_NE(Faultline("mock-bmc --help").out.find("--mockup"), std::string::npos);
+  RunResult bad = Faultline("sim --scenario x.yaml --no-such-option");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--no-such-option"), std::string::npos) << bad.err;
 }
 
 TEST_F(CliSimTest, HelpTeachesBothModes) {

@@ -2,6 +2,7 @@
 // then `faultline why-slow` over the store it left. Skipped when the CLI is not built.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -91,6 +92,48 @@ TEST(DaemonProcess, SigtermStopsTheAgentCleanlyAndWhySlowReadsItsStore) {
   const std::string json = RunCapture(Binary() + " why-slow --node node7 --store " + store + " --json");
   EXPECT_NE(json.find("\"primary\""), std::string::npos) << json;
   EXPECT_NE(json.find("gpu_fell_off_bus"), std::string::npos) << json;
+}
+
+// why-slow never writes: it reads a store in a directory it may not write to (as an
+// unprivileged user when the test runs as root, since root writes through mode bits).
+TEST(DaemonProcess, WhySlowReadsAReadOnlyStore) {
+  if (!std::filesystem::exists(Binary())) GTEST_SKIP() << "faultline CLI not built";
+  ScratchDir dir("process_ro");
+  const std::string sub = dir.File("ro");
+  std::filesystem::create_directories(sub);
+  const std::string store = sub + "/store.db";
+  {
+    auto s = Store::Open(store);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    Finding f;
+    f.layer = Layer::kGpu;
+    f.fault_class = FaultClass::kGpuFellOffBus;
+    f.component = ComponentRef{ComponentType::kGpu, "3", {}};
+    f.severity = Severity::kFatal;
+    f.action = Action::kResetGpu;
+    f.confidence = 0.9;
+    f.first_ns = f.last_ns = 1'772'359'200LL * 1'000'000'000;
+    ASSERT_TRUE((*s)->PutFinding("node7", f).ok());
+  }
+  ::chmod(store.c_str(), 0444);
+  ::chmod(sub.c_str(), 0555);
+  ::chmod(dir.path().c_str(), 0755);
+  const std::string out = dir.File("out.json");
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (std::freopen(out.c_str(), "w", stdout) == nullptr) ::_exit(126);
+    if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(125);
+    ::execl(Binary().c_str(), "faultline", "why-slow", "--node", "node7", "--store", store.c_str(), "--json",
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  const int rc = WaitExit(pid, 400);
+  ::chmod(sub.c_str(), 0755);
+  EXPECT_EQ(rc, 0);
+  const std::string json = RunCapture("cat " + out);
+  EXPECT_NE(json.find("gpu_fell_off_bus"), std::string::npos) << json;
+  EXPECT_FALSE(std::filesystem::exists(store + "-wal"));
 }
 
 TEST(DaemonProcess, WhySlowWithoutAStoreIsAUsageError) {

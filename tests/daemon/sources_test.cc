@@ -115,7 +115,7 @@ TEST(DaemonSources, MissingNvmlLibraryIsAnErrorNotACrash) {
 TEST(DaemonSources, WorkloadHttpOnLoopback) {
   FakeClock clock(kT0, kBoot);
   const int port = 20000 + static_cast<int>(::getpid() % 20000);
-  auto source = MakeWorkloadHttpSource("127.0.0.1:" + std::to_string(port), "node7", clock);
+  auto source = MakeWorkloadHttpSource(WorkloadSection{.listen = "127.0.0.1:" + std::to_string(port)}, "node7", clock);
   auto first = source->Poll(FarDeadline());
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   EXPECT_TRUE(first->observations.empty());
@@ -133,7 +133,7 @@ TEST(DaemonSources, WorkloadHttpOnLoopback) {
 
 TEST(DaemonSources, WorkloadHttpBadListenAddressIsAnError) {
   FakeClock clock(kT0, kBoot);
-  auto source = MakeWorkloadHttpSource("127.0.0.1:notaport", "node7", clock);
+  auto source = MakeWorkloadHttpSource(WorkloadSection{.listen = "127.0.0.1:notaport"}, "node7", clock);
   EXPECT_FALSE(source->Poll(FarDeadline()).ok());
 }
 

@@ -1,6 +1,11 @@
 #include "daemon/why_slow.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 #include "store/store.h"
 #include "test_util.h"
@@ -10,6 +15,7 @@ namespace {
 
 using testing::kSec;
 using testing::kT0;
+using testing::ScratchDir;
 using testing::Step;
 
 Finding MakeFinding(Layer layer, FaultClass cls, ComponentRef component, int64_t at, Action action) {
@@ -115,6 +121,46 @@ TEST_F(DaemonWhySlow, BadQueriesAreErrors) {
   EXPECT_EQ(WhySlow(*store_, {.node = ""}).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(WhySlow(*store_, {.node = "n", .since_ns = 10, .until_ns = 5}).status().code(),
             StatusCode::kInvalidArgument);
+}
+
+// `faultline why-slow` on a store it may not write (a read-only copy, a directory owned by
+// the agent's user): opened read-only, it answers, and the file is left as it was.
+TEST(DaemonWhySlowReadOnly, AnswersFromAReadOnlyStoreInAReadOnlyDirectory) {
+  ScratchDir dir("why_slow_ro");
+  const std::string sub = dir.File("ro");
+  std::filesystem::create_directories(sub);
+  const std::string path = sub + "/store.db";
+  {
+    auto store = Store::Open(path);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    std::vector<Observation> steps;
+    for (int i = 0; i < 30; ++i) steps.push_back(Step(kT0 + i * 10 * kSec, i < 15 ? 1.0 : 1.9));
+    ASSERT_TRUE((*store)->Append(steps).ok());
+    ASSERT_TRUE((*store)->PutFinding("node7", PsuLost(kT0 + 100 * kSec)).ok());
+    ASSERT_TRUE((*store)->PutFinding("node7", PowerBrake("0", kT0 + 120 * kSec)).ok());
+  }
+  ::chmod(path.c_str(), 0444);
+  ::chmod(sub.c_str(), 0555);
+  ::chmod(dir.path().c_str(), 0755);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // Root writes through any mode bits: ask as an unprivileged user.
+    if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(90);
+    StoreOptions ro;
+    ro.read_only = true;
+    auto store = Store::Open(path, ro);
+    if (!store.ok()) ::_exit(1);
+    auto answer = WhySlow(**store, {.node = "node7", .since_ns = kT0, .until_ns = kT0 + 600 * kSec});
+    if (!answer.ok() || answer->diagnoses.empty()) ::_exit(2);
+    ::_exit(answer->diagnoses.front().fault_class == FaultClass::kPowerSupply ? 0 : 3);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ::chmod(sub.c_str(), 0755);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_FALSE(std::filesystem::exists(path + "-wal"));
 }
 
 }  // namespace

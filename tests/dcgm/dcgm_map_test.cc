@@ -1,4 +1,4 @@
-#include "sources/dcgm_exporter/dcgm_map.h"
+#include "parse/dcgm_map.h"
 
 #include <gtest/gtest.h>
 

@@ -91,12 +91,20 @@ TEST_F(FabricDetectIb, DownForMinutesIsADrop) {
   EXPECT_EQ(Attr(fs[0], "mode"), "down");
 }
 
-TEST_F(FabricDetectIb, NeverActiveUnlistedPortIsJustUncabled) {
+TEST_F(FabricDetectIb, NeverActiveUnlistedPortIsOnlyANoteNeverEscalated) {
+  // No topology, no sibling: it may just be uncabled. Said once, at info, and never upgraded.
   IbFabricDetector bare(opt_, nullptr);
   for (int i = 0; i < 10; ++i) {
     bare.Observe(Obs(IbRef("mlx5_9", "2"), ObsKind::kIbPortState, 1, kT0 + i * 60 * kSec, {{"state", "DOWN"}}));
   }
-  EXPECT_TRUE(bare.Findings().empty());
+  auto fs = bare.Findings();
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].severity, Severity::kInfo);
+  EXPECT_EQ(fs[0].fault_class, FaultClass::kIbLinkErrors);  // a note: never "the cause" of a slowdown
+  EXPECT_EQ(fs[0].action, Action::kMonitor);
+  EXPECT_EQ(Attr(fs[0], "since"), "unknown");
+  EXPECT_LE(fs[0].confidence, 0.3);
+  EXPECT_NE(fs[0].summary.find("uncabled"), std::string::npos) << fs[0].summary;
 }
 
 TEST_F(FabricDetectIb, RateBelowExpected) {
@@ -107,10 +115,16 @@ TEST_F(FabricDetectIb, RateBelowExpected) {
   State("mlx5_2", 1, kT0);
   Feed(Obs(IbRef("mlx5_2", "1"), ObsKind::kIbRate, 10, kT0));  // down port: rate meaningless
   auto fs = det_.Findings();
-  ASSERT_EQ(fs.size(), 1u);
-  EXPECT_EQ(fs[0].component.Id(), "ib/mlx5_0/1");
-  EXPECT_EQ(Attr(fs[0], "rate_gbps"), "200");
-  EXPECT_EQ(Attr(fs[0], "expected_gbps"), "400");
+  ASSERT_EQ(fs.size(), 2u);
+  const Finding* rate = FindOn(fs, "ib/mlx5_0/1");
+  ASSERT_NE(rate, nullptr);
+  EXPECT_EQ(Attr(*rate, "rate_gbps"), "200");
+  EXPECT_EQ(Attr(*rate, "expected_gbps"), "400");
+  // The down port is reported as down (present state), never as slow.
+  const Finding* down = FindOn(fs, "ib/mlx5_2/1");
+  ASSERT_NE(down, nullptr);
+  EXPECT_EQ(down->fault_class, FaultClass::kIbLinkDown);
+  EXPECT_EQ(Attr(*down, "rate_gbps"), "");
 }
 
 TEST_F(FabricDetectIb, BothEndsBlameTheCable) {

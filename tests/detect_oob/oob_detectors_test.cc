@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/time.h"
+#include "engine/detect/oob_sensor_class.h"
 
 namespace faultline {
 namespace {
@@ -320,6 +321,246 @@ TEST(OobDetect, OtherLayersAreIgnored) {
     d->Observe(o);
     EXPECT_TRUE(d->Findings().empty()) << d->name();
   }
+}
+
+// --- Real BMCs without false alarms (issue 10 §3) ---
+
+std::vector<Finding> Above(const std::vector<Finding>& all, Action action) {
+  std::vector<Finding> out;
+  for (const auto& f : all) {
+    if (f.action > action) out.push_back(f);
+  }
+  return out;
+}
+
+std::vector<Finding> All(const std::vector<std::unique_ptr<Detector>>& ds) {
+  std::vector<Finding> out;
+  for (const auto& d : ds) {
+    for (auto& f : d->Findings()) out.push_back(std::move(f));
+  }
+  return out;
+}
+
+void Feed(const std::vector<std::unique_ptr<Detector>>& ds, const Observation& o) {
+  for (const auto& d : ds) d->Observe(o);
+}
+
+TEST(OobDetect, EmptyBayIsNotAFailingPsuWhateverItsHealth) {
+  auto ds = MakeOobDetectors();
+  // Dell reports Warning, others Critical or nothing, some only present=false.
+  Feed(ds, Obs(ObsKind::kPsuState, Psu("PSU3"), -1, {{"state", "Absent"}, {"health", "Warning"}}));
+  Feed(ds, Obs(ObsKind::kPsuState, Psu("PSU4"), -1, {{"state", "Absent"}, {"health", "Critical"}}));
+  Feed(ds, Obs(ObsKind::kPsuState, Psu("PSU5"), -1, {{"state", "Absent"}}));
+  Feed(ds, Obs(ObsKind::kPsuState, Psu("PSU6"), -1, {{"present", "false"}, {"health", "Critical"}}));
+  Feed(ds, Obs(ObsKind::kVoltage, Psu("PSU3"), 0, {{"role", "input"}}));  // an empty bay's meter
+  Feed(ds,
+       Obs(ObsKind::kFanState, {ComponentType::kFan, "Fan6A", {}}, -1, {{"state", "Absent"}, {"health", "Warning"}}));
+  // Two installed, healthy supplies carry the load; the empty bays add nothing.
+  Feed(ds, Obs(ObsKind::kPsuState, Psu("PSU1"), 0, {{"health", "OK"}, {"state", "Enabled"}}));
+  Feed(ds, Obs(ObsKind::kPsuState, Psu("PSU2"), 0, {{"health", "OK"}, {"state", "Enabled"}}));
+  Feed(ds, Obs(ObsKind::kPowerCapacity, Psu("PSU1"), 2400, {}));
+  Feed(ds, Obs(ObsKind::kPowerCapacity, Psu("PSU2"), 2400, {}));
+  Feed(ds, Obs(ObsKind::kPower, Chassis(), 4500, {}));
+  EXPECT_TRUE(All(ds).empty());
+}
+
+TEST(OobDetect, SupplyPulledFromItsBayIsANoteAndItsFailureLeavesWithIt) {
+  auto d = MakeOobPowerDetector({});
+  d->Observe(Obs(ObsKind::kPsuState, Psu("PSU1"), 2, {{"health", "Critical"}, {"state", "Enabled"}}));
+  d->Observe(Obs(ObsKind::kPsuState, Psu("PSU2"), 0, {{"health", "OK"}, {"state", "Enabled"}}));
+  ASSERT_EQ(Of(d->Findings(), FaultClass::kPowerSupply).size(), 1u);
+  // The failed supply is pulled (to be replaced); the healthy one is pulled too.
+  d->Observe(Obs(ObsKind::kPsuState, Psu("PSU1"), -1, {{"state", "Absent"}, {"health", "Warning"}}, kT0 + kNsPerSec));
+  d->Observe(Obs(ObsKind::kPsuState, Psu("PSU2"), -1, {{"state", "Absent"}}, kT0 + kNsPerSec));
+  size_t removed = 0;
+  for (const auto& f : d->Findings()) {
+    const bool open = f.attrs.at("state") == "open";
+    if (f.summary.find("removed") != std::string::npos) {
+      ++removed;
+      EXPECT_EQ(f.action, Action::kMonitor);
+      EXPECT_TRUE(open);
+    } else {
+      EXPECT_FALSE(open) << f.summary;  // PSU1's failure cleared when it left the bay
+    }
+  }
+  EXPECT_EQ(removed, 2u);
+  // A new supply in the bay closes the note.
+  d->Observe(Obs(ObsKind::kPsuState, Psu("PSU2"), 0, {{"health", "OK"}, {"state", "Enabled"}}, kT0 + 2 * kNsPerSec));
+  size_t open = 0;
+  for (const auto& f : d->Findings()) open += f.attrs.at("state") == "open";
+  EXPECT_EQ(open, 1u);  // PSU1's bay is still empty
+}
+
+TEST(OobDetect, StandbyAndDisabledSuppliesFollowTheSchema) {
+  auto d = MakeOobPowerDetector({});
+  d->Observe(Obs(ObsKind::kPsuState, Psu("PSU1"), 0, {{"health", "OK"}, {"state", "StandbyOffline"}}));
+  d->Observe(Obs(ObsKind::kPsuState, Psu("PSU2"), 0, {{"health", "OK"}, {"state", "StandbySpare"}}));
+  d->Observe(Obs(ObsKind::kPsuState, Psu("PSU3"), 0, {{"health", "OK"}, {"state", "Disabled"}}));
+  d->Observe(Obs(ObsKind::kPsuState, Psu("PSU4"), -1, {{"state", "Disabled"}}));
+  EXPECT_TRUE(d->Findings().empty());
+  // A spare that fails is still a failed part; "present but cannot be used" is lost.
+  d->Observe(Obs(ObsKind::kPsuState, Psu("PSU2"), 2, {{"health", "Critical"}, {"state", "StandbySpare"}}));
+  d->Observe(Obs(ObsKind::kPsuState, Psu("PSU5"), -1, {{"state", "UnavailableOffline"}}));
+  auto f = Of(d->Findings(), FaultClass::kPowerSupply);
+  ASSERT_EQ(f.size(), 2u);
+  for (const auto& x : f) EXPECT_EQ(x.action, Action::kRma);
+}
+
+TEST(OobDetect, DisabledSupplyAddsNoCapacity) {
+  auto d = MakeOobPowerDetector({});
+  for (const char* id : {"PSU1", "PSU2", "PSU3"}) d->Observe(Obs(ObsKind::kPowerCapacity, Psu(id), 3000, {}));
+  d->Observe(Obs(ObsKind::kPsuState, Psu("PSU1"), 0, {{"health", "OK"}, {"state", "Enabled"}}));
+  d->Observe(Obs(ObsKind::kPsuState, Psu("PSU2"), 0, {{"health", "OK"}, {"state", "Disabled"}}));
+  d->Observe(Obs(ObsKind::kPsuState, Psu("PSU3"), 2, {{"health", "Critical"}, {"state", "Enabled"}}));
+  d->Observe(Obs(ObsKind::kPower, Chassis(), 2800, {}));  // only PSU1's 3000 W is left
+  EXPECT_EQ(Of(d->Findings(), FaultClass::kPowerInsufficient).size(), 1u);
+}
+
+TEST(OobDetect, OnlyTheChassisIntakeIsAnInlet) {
+  auto d = MakeOobThermalDetector({});
+  // A PSU's own inlet, whatever the context says; a CPU die/DTS in the intake context.
+  d->Observe(Obs(ObsKind::kTemperature, Sensor("PSU1_Inlet_Temp"), 55, {{"physical_context", "Intake"}}));
+  d->Observe(Obs(ObsKind::kTemperature, Sensor("PS2_Inlet"), 55, {{"physical_context", "SystemBoard"}}));
+  d->Observe(Obs(ObsKind::kTemperature, Sensor("34-P_S_1_Inlet"), 55, {{"physical_context", "PowerSupply"}}));
+  d->Observe(Obs(ObsKind::kTemperature, Sensor("Inlet"), 55, {{"physical_context", "PowerSupply"}}));
+  d->Observe(Obs(ObsKind::kTemperature, Sensor("CPU0_DTS"), 96, {{"physical_context", "Intake"}}));
+  d->Observe(Obs(ObsKind::kTemperature, Sensor("CPU1Temp"), 96, {{"physical_context", "Intake"}}));
+  d->Observe(Obs(ObsKind::kTemperature, Sensor("Die_Temp"), 96, {{"physical_context", "Intake"}}));
+  d->Observe(Obs(ObsKind::kTemperature, Sensor("T7"), 55, {{"physical_context", "Intake"}, {"device_name", "PSU 3"}}));
+  d->Observe(Obs(ObsKind::kTemperature, Sensor("Coolant_In"), 55, {{"physical_context", "LiquidInlet"}}));
+  EXPECT_TRUE(d->Findings().empty());
+  // The intake, named or placed: a vendor name in the wrong context still counts.
+  d->Observe(Obs(ObsKind::kTemperature, Sensor("System_Board_Inlet_Temp"), 48,
+                 {{"physical_context", "SystemBoard"}, {"upper_noncritical", "42"}, {"upper_critical", "47"}}));
+  d->Observe(Obs(ObsKind::kTemperature, Sensor("T1"), 44, {{"physical_context", "Intake"}, {"upper_critical", "43"}}));
+  auto f = Of(d->Findings(), FaultClass::kThermalInlet);
+  ASSERT_EQ(f.size(), 2u);
+  for (const auto& x : f) EXPECT_EQ(x.severity, Severity::kCritical);
+}
+
+TEST(OobDetect, FixedInletLimitOnAHealthySensorIsOnlyANote) {
+  auto d = MakeOobThermalDetector({});
+  d->Observe(Obs(ObsKind::kTemperature, Sensor("Ambient_Temp"), 37, {{"health", "OK"}}));
+  auto f = Of(d->Findings(), FaultClass::kThermalInlet);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].action, Action::kMonitor);
+  EXPECT_EQ(f[0].severity, Severity::kInfo);
+  // Own thresholds take precedence over the fixed 35 C; the BMC's Health counts alone too.
+  auto own = MakeOobThermalDetector({});
+  own->Observe(Obs(ObsKind::kTemperature, Sensor("Inlet"), 37, {{"health", "OK"}, {"upper_noncritical", "40"}}));
+  EXPECT_TRUE(own->Findings().empty());
+  own->Observe(Obs(ObsKind::kTemperature, Sensor("Inlet2"), 30, {{"health", "Warning"}}));
+  auto w = Of(own->Findings(), FaultClass::kThermalInlet);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].action, Action::kFacilityTicket);
+  EXPECT_EQ(w[0].severity, Severity::kWarning);
+  own->Observe(Obs(ObsKind::kTemperature, Sensor("Inlet3"), 30, {{"upper_fatal", "29"}}));
+  EXPECT_EQ(Of(own->Findings(), FaultClass::kThermalInlet).size(), 2u);
+  // A quirk-marked reading is never evidence.
+  own->Observe(Obs(ObsKind::kTemperature, Sensor("Inlet4"), 2750, {{"quirk", "unscaled"}, {"upper_critical", "45"}}));
+  EXPECT_EQ(Of(own->Findings(), FaultClass::kThermalInlet).size(), 2u);
+}
+
+TEST(OobDetect, ImplausibleInputOnAHealthySupplyIsAQuirkNotATicket) {
+  auto d = MakeOobPowerDetector({});
+  d->Observe(Obs(ObsKind::kPsuState, Psu("PSU1"), 0, {{"health", "OK"}, {"state", "Enabled"}}));
+  d->Observe(Obs(ObsKind::kVoltage, Psu("PSU1"), 6553.5, {{"role", "input"}}));
+  d->Observe(Obs(ObsKind::kVoltage, Psu("PSU1"), 0.2, {{"role", "input"}}, kT0 + 1));
+  d->Observe(Obs(ObsKind::kVoltage, Sensor("12V"), 12000, {{"upper_critical", "13.2"}}));
+  EXPECT_TRUE(d->Findings().empty());
+  // The same 0 V on a supply the BMC says failed is a lost feed.
+  d->Observe(Obs(ObsKind::kPsuState, Psu("PSU2"), 2, {{"health", "Critical"}, {"state", "Enabled"}}));
+  d->Observe(Obs(ObsKind::kVoltage, Psu("PSU2"), 0, {{"role", "input"}}));
+  auto v = Of(d->Findings(), FaultClass::kVoltageOutOfRange);
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].component.Id(), "psu/PSU2");
+  EXPECT_EQ(v[0].action, Action::kFacilityTicket);
+  EXPECT_EQ(v[0].severity, Severity::kCritical);
+}
+
+TEST(OobDetect, FixedInputWindowOnAHealthySupplyIsANote) {
+  auto d = MakeOobPowerDetector({});
+  d->Observe(Obs(ObsKind::kPsuState, Psu("PSU1"), 0, {{"health", "OK"}}));
+  d->Observe(Obs(ObsKind::kVoltage, Psu("PSU1"), 277, {{"role", "input"}}));  // a 277 V feed
+  auto f = Of(d->Findings(), FaultClass::kVoltageOutOfRange);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].action, Action::kMonitor);
+  // Unknown health: the fixed window still decides.
+  d->Observe(Obs(ObsKind::kVoltage, Psu("PSU9"), 277, {{"role", "input"}}));
+  EXPECT_EQ(Above(d->Findings(), Action::kMonitor).size(), 1u);
+}
+
+TEST(OobDetect, SameNameInTwoChassisIsTwoParts) {
+  auto d = MakeOobPowerDetector({});
+  ComponentRef a{ComponentType::kPsu, "PSU1", {{"chassis", "Board0"}}};
+  ComponentRef b{ComponentType::kPsu, "PSU1", {{"chassis", "Board1"}}};
+  d->Observe(Obs(ObsKind::kPsuState, a, 2, {{"health", "Critical"}}));
+  d->Observe(Obs(ObsKind::kPsuState, b, 0, {{"health", "OK"}}));  // must not clear Board0's
+  auto f = Of(d->Findings(), FaultClass::kPowerSupply);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].attrs.at("state"), "open");
+  EXPECT_EQ(f[0].component.keys.at("chassis"), "Board0");
+}
+
+TEST(OobDetect, EventsAboutAPartsInletOrARemovalAreNotInletOrRma) {
+  auto d = MakeOobEventDetector({});
+  d->Observe(Sel("Temperature", "Upper Critical - going high", {{"sensor", "PSU1 Inlet Temp"}}));
+  d->Observe(Obs(
+      ObsKind::kSelEntry, Chassis(), std::nullopt,
+      {{"message_id", "Environmental.1.0.TemperatureAboveUpperCriticalThreshold"}, {"message_args", "CPU0 DTS|101"}}));
+  d->Observe(Obs(ObsKind::kSelEntry, Chassis(), std::nullopt,
+                 {{"message_id", "Power.1.0.PowerSupplyRemoved"}, {"message_args", "PSU3"}}));
+  d->Observe(Sel("Power Supply", "Device Absent", {{"sensor", "PS4 Status"}}));
+  auto all = d->Findings();
+  EXPECT_TRUE(Of(all, FaultClass::kThermalInlet).empty());
+  EXPECT_EQ(Of(all, FaultClass::kCoolingDegraded).size(), 2u);
+  for (const auto& f : Of(all, FaultClass::kPowerSupply)) EXPECT_EQ(f.action, Action::kMonitor) << f.summary;
+  EXPECT_EQ(Of(all, FaultClass::kPowerSupply).size(), 2u);
+  // The chassis intake still is an inlet, also when only the origin names it (on a chassis
+  // whose id says GPU: the board, not a GPU sensor).
+  d->Observe(Sel("Temperature", "Upper Critical - going high", {{"sensor", "System Board Inlet Temp"}}));
+  EXPECT_EQ(Of(d->Findings(), FaultClass::kThermalInlet).size(), 1u);
+  d->Observe(Obs(ObsKind::kSelEntry, Chassis(), std::nullopt,
+                 {{"message_id", "Environmental.1.0.TemperatureAboveUpperCautionThreshold"},
+                  {"origin", "/redfish/v1/Chassis/GPU1/Sensors/Intake_Temp"}}));
+  EXPECT_EQ(Of(d->Findings(), FaultClass::kThermalInlet).size(), 2u);
+}
+
+TEST(OobDetect, BareExcerptOfASensorUsesTheSensorsOwnLimits) {
+  // A Sensor with thresholds and its ThermalMetrics excerpt (no thresholds, no Health),
+  // in either order within a sweep: 36 C is under the sensor's own 40 C.
+  for (bool excerpt_first : {false, true}) {
+    auto d = MakeOobThermalDetector({});
+    Observation full = Obs(ObsKind::kTemperature, Sensor("Inlet_Temp"), 36,
+                           {{"physical_context", "Intake"}, {"upper_noncritical", "40"}, {"health", "OK"}});
+    Observation bare = Obs(ObsKind::kTemperature, Sensor("Inlet_Temp"), 36,
+                           {{"data_source", "/redfish/v1/Chassis/1/Sensors/Inlet_Temp"}});
+    d->Observe(excerpt_first ? bare : full);
+    d->Observe(excerpt_first ? full : bare);
+    d->Observe(bare);  // next sweep's excerpt
+    auto f = Of(d->Findings(), FaultClass::kThermalInlet);
+    for (const auto& x : f) {
+      EXPECT_LE(x.action, Action::kMonitor) << excerpt_first;
+      EXPECT_EQ(x.attrs.at("state"), "cleared") << excerpt_first;
+    }
+  }
+}
+
+TEST(OobSensorClass, NamesAndContexts) {
+  EXPECT_EQ(ClassifySensorText("PSU1 Inlet Temp"), TempSite::kPart);
+  EXPECT_EQ(ClassifySensorText("PS2Inlet"), TempSite::kPart);
+  EXPECT_EQ(ClassifySensorText("Power Supply 1 Inlet"), TempSite::kPart);
+  EXPECT_EQ(ClassifySensorText("CPU0_DTS"), TempSite::kPart);
+  EXPECT_EQ(ClassifySensorText("VR P1 Temp"), TempSite::kPart);
+  EXPECT_EQ(ClassifySensorText("SYS_INLET"), TempSite::kInlet);
+  EXPECT_EQ(ClassifySensorText("01-Inlet Ambient"), TempSite::kInlet);
+  EXPECT_EQ(ClassifySensorText("Front Panel Ambient"), TempSite::kInlet);
+  EXPECT_EQ(ClassifySensorText("SystemBoardInletTemp"), TempSite::kInlet);
+  EXPECT_EQ(ClassifySensorText("Exhaust Temp"), TempSite::kPart);
+  EXPECT_EQ(ClassifySensorText("Board Temp"), TempSite::kOther);
+  EXPECT_EQ(ClassifySensorText(""), TempSite::kOther);
+  Observation summary = Obs(ObsKind::kTemperature, Sensor("intake_summary"), 24, {{"summary", "true"}});
+  EXPECT_EQ(ClassifyTemperature(summary), TempSite::kInlet);
 }
 
 }  // namespace

@@ -116,7 +116,7 @@ TEST(OfflineInputTest, KernelBusIdLandsOnTheGpuAnNvmlSnapshotNamed) {
 }
 
 TEST(OfflineInputTest, RunsEveryLayersDetectors) {
-  EXPECT_GE(MakeAllDetectors(nullptr).size(), 4u);
+  EXPECT_GE(MakeAllDetectors({}).size(), 4u);
   Observation psu;
   psu.time_ns = kNine;
   psu.layer = Layer::kOob;

@@ -41,6 +41,47 @@ TEST(SnapshotSniffTest, TellsTheFormsApart) {
   EXPECT_EQ(SniffSnapshot(std::string_view("\0\xff[", 3)), SnapshotFormat::kKernelLog);
 }
 
+// A first line starting with '[' is a kernel log when it reads as one: every dmesg stamp
+// form, and bare messages whose bracket holds no JSON value.
+TEST(SnapshotSniffTest, BracketedKernelLinesAreNotJson) {
+  for (const char* head : {
+           "[  +0.000844] NVRM: Xid (PCI:0000:3b:00): 31, x\n",
+           "[<    0.000844>] nvidia 0000:3b:00.0: PCIe Bus Error\n",
+           "[  991.250000 <    0.000844>] NVRM: Xid (PCI:0000:3b:00): 31, x\n",
+           "[Feb14 07:03] NVRM: Xid (PCI:0000:3b:00): 31, x\n",
+           "[Dec 1 10:00] usb 1-1: new device\n",
+           "[Mon Mar  3 01:02:03 2025] usb 1-1: new device\n",
+           "[drm] Initialized nvidia-drm 0.0.0 for 0000:3b:00.0 on minor 1\n",
+           "[nvidia-drm] x\n",
+           "[Hardware Error]: Machine check events logged\n",
+           "[ 12.5]\n[ 12.6] x\n",
+           "\xEF\xBB\xBF[  1.000000] usb 1-1: new device\n",
+       }) {
+    EXPECT_EQ(SniffSnapshot(head), SnapshotFormat::kKernelLog) << head;
+  }
+  for (const char* head : {"[\n  {\"kind\": \"xid\"}\n]", "[{\"kind\":\"xid\"}]", "[ ]", "[1, 2, 3]", "[-1]", "[\"a\"]",
+                           "[[1]]", "[true]", "[null, 1]", "[false ]", "[\r\n{}]"}) {
+    EXPECT_EQ(SniffSnapshot(head), SnapshotFormat::kJson) << head;
+  }
+}
+
+// The caller's share of a total across files: observations past it are counted, not kept.
+TEST(SnapshotParseTest, ObservationsPastTheBudgetAreCountedNotKept) {
+  const std::string text = Sample(std::string(kObs) + "," + kObs) + "\n" + Sample(kObs) + "\n";
+  SnapshotOptions options;
+  options.max_observations = 2;
+  Result<Snapshot> s = ParseSnapshot(text, SnapshotFormat::kJson, options);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->observations.size(), 2u);
+  EXPECT_EQ(s->dropped, 1u);
+  EXPECT_EQ(s->rejected, 0u);
+  options.max_observations = 0;
+  Result<Snapshot> none = ParseSnapshot(text, SnapshotFormat::kJson, options);
+  ASSERT_TRUE(none.ok()) << "a snapshot over budget is still a valid snapshot";
+  EXPECT_TRUE(none->observations.empty());
+  EXPECT_EQ(none->dropped, 3u);
+}
+
 TEST(SnapshotParseTest, CollectJsonLinesOneSamplePerLine) {
   const std::string text = Sample(kObs) + "\n" + Sample(std::string(kObs) + "," + kObs) + "\n";
   Snapshot s = MustParse(text);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "engine/isolate/input.h"
 #include "engine/isolate/isolator.h"
 #include "isolate_test_util.h"
 
@@ -113,7 +114,7 @@ TEST(IsolateRobustness, MonotonicOnlyEvidenceFollowsTimedEvidence) {
   EXPECT_EQ(ds[0].evidence[1].mono_us, 5'000'000);
 }
 
-TEST(IsolateWindow, MakeWindowInputKeepsOverlapsAndMarksLayers) {
+TEST(IsolateWindow, BuildIsolateInputKeepsOverlapsAndMarksLayers) {
   std::vector<Finding> findings = {
       Make(Layer::kOob, FaultClass::kPowerSupply, Ref(ComponentType::kPsu, "1"), kT0 - 2 * kMin).Until(kT0),
       Make(Layer::kGpu, FaultClass::kGpuThermal, Gpu3(), kT0 - 10 * kMin),
@@ -122,7 +123,9 @@ TEST(IsolateWindow, MakeWindowInputKeepsOverlapsAndMarksLayers) {
   std::vector<Observation> obs = {
       Reading(Layer::kGpu, Gpu3(), ObsKind::kTemperature, 60, "gpu/3 60 C", kT0 + kMin),
       Reading(Layer::kFabric, PcieComponent("0000:3b:00.0"), ObsKind::kPcieLinkWidth, 16, "x16", kT0 + 30 * kMin)};
-  const IsolateInput in = MakeWindowInput(findings, obs, kT0 - kMin, kT0 + 10 * kMin, true);
+  IsolateInputParts parts{.findings = findings, .readings = obs, .slowdown_reported = true};
+  parts.window = {kT0 - kMin, kT0 + 10 * kMin};
+  const IsolateInput in = BuildIsolateInput(parts);
   EXPECT_TRUE(in.slowdown_reported);
   ASSERT_EQ(in.findings.size(), 2u);  // the PSU (overlaps) and the untimed one
   EXPECT_EQ(in.findings[0].fault_class, FaultClass::kPowerSupply);
@@ -130,7 +133,7 @@ TEST(IsolateWindow, MakeWindowInputKeepsOverlapsAndMarksLayers) {
   ASSERT_EQ(in.observations.size(), 1u);
   EXPECT_EQ(in.layers_with_data, (std::set<Layer>{Layer::kOob, Layer::kGpu, Layer::kOs}));
   // Open bounds keep everything.
-  EXPECT_EQ(MakeWindowInput(findings, obs, 0, 0, false).findings.size(), 4u);
+  EXPECT_EQ(BuildIsolateInput({.findings = findings, .readings = obs}).findings.size(), 4u);
 }
 
 }  // namespace

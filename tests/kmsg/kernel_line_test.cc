@@ -213,6 +213,113 @@ TEST(KernelLineTest, Mlx5AndDriverLines) {
   EXPECT_EQ(rm.device, "0000:3b:00.0");
 }
 
+TEST(KernelLineTest, AerVerdictLinesAreFatalBusErrors) {
+  struct Case {
+    const char* line;
+    const char* device;
+    const char* verdict;
+  };
+  const Case cases[] = {
+      {"pcieport 0000:15:01.0: AER: device recovery failed", "0000:15:01.0", "device recovery failed"},
+      {"nvidia 0000:1b:00.0: AER: can't recover (no error_detected callback)", "0000:1b:00.0", "can't recover"},
+      {"pcieport 0000:40:03.1: DPC: containment event, status:0x1f01 source:0x0000", "0000:40:03.1",
+       "DPC: containment event"},
+      {"pcieport 0000:00:1c.0: AER: subordinate device reset failed", "0000:00:1c.0",
+       "subordinate device reset failed"},
+  };
+  for (const Case& c : cases) {
+    auto ev = ClassifyKernelMessage(c.line);
+    EXPECT_EQ(ev.type, KT::kAerBusError) << c.line;
+    EXPECT_EQ(ev.device, c.device) << c.line;
+    EXPECT_EQ(ev.severity, "Uncorrected (Fatal)") << c.line;
+    EXPECT_EQ(ev.detail, c.verdict) << c.line;
+  }
+  EXPECT_EQ(ClassifyKernelMessage("pcieport 0000:15:01.0: AER: device recovery successful").type, KT::kNone);
+}
+
+TEST(KernelLineTest, EdacFormsAndTheirDimmLocation) {
+  struct Case {
+    const char* line;
+    const char* severity;
+    int64_t count;
+    const char* location;
+  };
+  const Case cases[] = {
+      {"EDAC MC0: 1 CE memory read error on CPU_SrcID#0_MC#0_Chan#1_DIMM#0 (channel:1 slot:0 page:0x4f21 offset:0x0 "
+       "grain:32 syndrome:0x0)",
+       "CE", 1, "CPU_SrcID#0_MC#0_Chan#1_DIMM#0"},
+      {"EDAC MC1: 3 CE on mc#1csrow#2channel#0 (csrow:2 channel:0 page:0x1a2b offset:0x40 grain:64 syndrome:0x5d)",
+       "CE", 3, "mc#1csrow#2channel#0"},
+      {"EDAC MC0: 1 UE memory read error on DIMM_B2 (node:0 card:1 module:2 rank:0)", "UE", 1, "DIMM_B2"},
+      {"EDAC MC3: 1 UE Uncorrected error on unknown memory (DIMM location: P1-DIMMC1 page:0x0)", "UE", 1, "P1-DIMMC1"},
+      {"EDAC MC2: 2 CE memory read error on DIMM A1 (rank:1)", "CE", 2, "DIMM A1"},
+      {"EDAC MC0: 1 CE unknown error on unknown memory ( page:0x0 offset:0x0 grain:1 syndrome:0x0)", "CE", 1, ""},
+      {"EDAC skx MC2: HANDLING MCE MEMORY ERROR", "", 0, ""},
+  };
+  for (const Case& c : cases) {
+    auto ev = ClassifyKernelMessage(c.line);
+    EXPECT_EQ(ev.type, KT::kEdac) << c.line;
+    EXPECT_EQ(ev.severity, c.severity) << c.line;
+    EXPECT_EQ(ev.code, c.count) << c.line;
+    EXPECT_EQ(MemoryErrorLocation(c.line), c.location) << c.line;
+  }
+  EXPECT_EQ(ClassifyKernelMessage("EDAC amd64: Node 0: DRAM ECC enabled.").type, KT::kNone);
+  EXPECT_EQ(MemoryErrorLocation("EDAC MC0: 1 CE (DIMM location: not present. DMI handle: 0x0015)"), "");
+  EXPECT_EQ(MemoryErrorLocation("DIMM "), "");
+  EXPECT_EQ(MemoryErrorLocation("(channel:"), "");
+}
+
+TEST(KernelLineTest, MachineCheckSeverityFromTheBankStatus) {
+  EXPECT_EQ(McaSeverity("CPU 3: Machine Check Exception: 5 Bank 8: be00000000010091"), "UE");
+  EXPECT_EQ(McaSeverity("CPU 0: Machine Check: 0 Bank 13: cc00008000010090"), "CE");
+  EXPECT_EQ(McaSeverity("CPU 0: Machine Check: 0 Bank 5: bd80000000100134"), "UE");  // UC set, PCC set
+  EXPECT_EQ(McaSeverity("Machine check events logged"), "");
+  EXPECT_EQ(McaSeverity("Bank 7: "), "");
+  EXPECT_EQ(McaSeverity("Bank 7: zz"), "");
+  EXPECT_EQ(McaSeverity("Bank 7: 0c00000000000000"), "") << "not valid (bit 63 clear)";
+  EXPECT_EQ(McaSeverity("Bank 7: " + std::string(64, 'f')), "UE") << "overlong: the first 16 digits";
+  auto ev = ClassifyKernelMessage("mce: [Hardware Error]: CPU 3: Machine Check Exception: 5 Bank 8: be00000000010091");
+  EXPECT_EQ(ev.type, KT::kMce);
+  EXPECT_EQ(ev.severity, "UE");
+}
+
+TEST(KernelLineTest, Mlx5HealthMessages) {
+  struct Case {
+    const char* rest;
+    const char* event;
+  };
+  const Case cases[] = {
+      {"wait_func:1113:(pid 2211): QUERY_VPORT_COUNTER(0x770) timeout. Will cause a leak of a command resource",
+       "fw_cmd_timeout"},
+      {"cmd_work_handler:955:(pid 5096): cmd[0]: ACCESS_REG(0x805) Async, timeout. Will cause a leak of a command "
+       "resource",
+       "fw_cmd_timeout"},
+      {"mlx5_cmd_comp_handler:1712:(pid 0): Command completion arrived after timeout (entry idx = 0).", "fw_cmd_late"},
+      {"poll_health:738:(pid 0): device's health compromised - reached miss count", "health_compromised"},
+      {"print_health_info:423:(pid 0): synd 0x8: unrecoverable hardware error", "hw_error"},
+      {"print_health_info:431:(pid 0): Health issue observed, firmware internal error, severity(3) ERROR:", "syndrome"},
+      {"poll_health:800:(pid 0): Fatal error 1 detected", "fatal_error"},
+      {"mlx5_enter_error_state:121:(pid 0): start", "error_state"},
+      {"print_health_info:434:(pid 0): fw_state 0x0000000f", "fw_state"},
+      {"mlx5e_tx_timeout_work:141:(pid 1234): TX timeout on queue: 3, SQ: 0x1a7", "tx_timeout"},
+      {"mlx5_pcie_event:301:(pid 0): PCIe slot advertised sufficient power (75W).", "slot_power_ok"},
+      {"mlx5_pcie_event:295:(pid 0): PCIe slot power capability was not advertised.", "slot_power_unknown"},
+  };
+  for (const Case& c : cases) {
+    const std::string line = std::string("mlx5_core 0000:3b:00.0: ") + c.rest;
+    auto ev = ClassifyKernelMessage(line);
+    EXPECT_EQ(ev.type, KT::kMlx5Health) << line;
+    EXPECT_EQ(ev.event, c.event) << line;
+    EXPECT_EQ(ev.device, "0000:3b:00.0") << line;
+  }
+  auto named = ClassifyKernelMessage(
+      "mlx5_core 0000:3b:00.0 mlx5_0: poll_health:738:(pid 0): device's health "
+      "compromised - reached miss count");
+  EXPECT_EQ(named.ifname, "mlx5_0");
+  EXPECT_EQ(named.event, "health_compromised");
+  EXPECT_EQ(ClassifyKernelMessage("mlx5_core 0000:3b:00.0: firmware version: 28.39.1002").type, KT::kNone);
+}
+
 TEST(KernelLineTest, BenignLinesAreNone) {
   for (const char* line :
        {"pcieport 0000:00:01.0: AER: enabled with IRQ 24", "NVRM: loading NVIDIA UNIX x86_64 Kernel Module  535.129.03",
@@ -237,6 +344,12 @@ TEST(KernelLineTest, HostileAndTruncatedInputNeverCrashes) {
                                  ": segfault at ",
                                  "Out of memory: Killed process ",
                                  "watchdog: BUG: soft lockup - CPU#",
+                                 "mce: [Hardware Error]: Bank ",
+                                 "mce: [Hardware Error]: Bank 1: ffffffffffffffffffffffffffff",
+                                 "EDAC MC0: 1 CE on DIMM#",
+                                 "EDAC MC0: 99999999999999999999 UE x",
+                                 "mlx5_core 0000:3b:00.0 : timeout leak",
+                                 "pcieport 0000:15:01.0: DPC: containment event",
                                  std::string(100000, 'A'),
                                  std::string(kWithNuls, sizeof kWithNuls - 1)};
   for (const std::string& s : samples) {

@@ -96,6 +96,24 @@ TEST_F(RedfishMockBmcTest, InsecureSkipsVerificationExplicitly) {
   EXPECT_GT(r.observations.size(), 20u);
 }
 
+TEST_F(RedfishMockBmcTest, PlainHttpIsRefusedUnlessAllowed) {
+  MockBmcOptions o;
+  o.tls = false;
+  Start(o);
+  SweepResult refused = SweepWith(CurlOptions{}, Client());
+  ASSERT_EQ(refused.errors.size(), 1u);
+  EXPECT_NE(refused.errors[0].find("refusing plain http"), std::string::npos) << refused.errors[0];
+  EXPECT_EQ(bmc_->total_requests(), 0u);  // not even the session POST with the password
+  RedfishClientOptions lab = Client();
+  lab.allow_http = true;
+  SweepResult allowed = SweepWith(CurlOptions{}, lab);
+  EXPECT_TRUE(allowed.errors.empty()) << allowed.errors[0];
+  EXPECT_GT(allowed.observations.size(), 20u);
+  bool warned = false;
+  for (const auto& w : allowed.warnings) warned |= w.find("plain http to the BMC allowed") != std::string::npos;
+  EXPECT_TRUE(warned);
+}
+
 TEST_F(RedfishMockBmcTest, BasicAuthAndWrongPassword) {
   Start();
   SweepResult basic = SweepWith(Tls(), Client(AuthMode::kBasic));

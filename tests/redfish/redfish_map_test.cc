@@ -235,5 +235,149 @@ TEST(RedfishMap, ClockOffsetFromManagerDateTime) {
   EXPECT_FALSE(EstimateClockOffset(Json::parse(R"({})"), 0).has_value());
 }
 
+// Empty bays, in each shape vendors use: Absent with Warning, Critical, no health, and
+// zero or null readings. One state observation saying "not present", no readings.
+TEST(RedfishMap, AbsentBaysCarryNoReadingsWhateverTheirHealth) {
+  Json power = Json::parse(R"({"@odata.type":"#Power.v1_5_0.Power","PowerSupplies":[
+    {"MemberId":"PSU.Slot.3","Name":"PS3 Status","Status":{"State":"Absent","Health":"Warning"},"LineInputVoltage":0,
+     "PowerCapacityWatts":0},
+    {"MemberId":"PSU.Slot.4","Name":"PS4 Status","Status":{"State":"Absent","Health":"Critical"},
+     "LineInputVoltage":null},
+    {"MemberId":"2","Name":"PS5","Status":{"State":"Absent"},"Status@Redfish.Deprecated":"x",
+     "Oem":{"Vendor":{"Present":false}}}]})");
+  MapResult r = MapResource(power, Ctx());
+  auto psus = OfKind(r, ObsKind::kPsuState);
+  ASSERT_EQ(psus.size(), 3u);
+  for (const auto& o : psus) {
+    EXPECT_EQ(o.attrs.at("present"), "false");
+    EXPECT_EQ(o.attrs.at("state"), "Absent");
+  }
+  EXPECT_EQ(psus[1].attrs.at("health"), "Critical");  // kept as seen, judged by the detector
+  EXPECT_TRUE(OfKind(r, ObsKind::kVoltage).empty());
+  EXPECT_TRUE(OfKind(r, ObsKind::kPowerCapacity).empty());
+
+  Json psu = Json::parse(R"({"@odata.type":"#PowerSupply.v1_5_0.PowerSupply","Id":"PSU5",
+    "Status":{"State":"Absent","Health":"Warning","Conditions":[{"MessageId":"Power.1.0.PowerSupplyFailed",
+    "Severity":"Critical"}]},"PowerCapacityWatts":0})");
+  MapResult one = MapResource(psu, Ctx());
+  ASSERT_EQ(one.observations.size(), 1u);  // no capacity, no condition from an empty bay
+  EXPECT_EQ(one.observations[0].kind, ObsKind::kPsuState);
+
+  Json thermal = Json::parse(R"({"@odata.type":"#Thermal.v1_5_0.Thermal",
+    "Fans":[{"MemberId":"Fan6A","Name":"Fan6A","Reading":0,"Status":{"State":"Absent","Health":"Warning"}}],
+    "Temperatures":[{"Name":"CPU2 Temp","ReadingCelsius":0,"Status":{"State":"Absent","Health":"Warning"}}]})");
+  MapResult t = MapResource(thermal, Ctx());
+  ASSERT_EQ(t.observations.size(), 1u);
+  EXPECT_EQ(t.observations[0].kind, ObsKind::kFanState);
+  EXPECT_EQ(t.observations[0].attrs.at("present"), "false");
+}
+
+// Two parts with one Name are two parts (HPE names every supply alike; fans "Fan Block").
+TEST(RedfishMap, SameNamedMembersGetDistinctComponents) {
+  Json power = Json::parse(R"({"@odata.type":"#Power.v1_3_0.Power","PowerSupplies":[
+    {"MemberId":"0","Name":"HpeServerPowerSupply","SerialNumber":"A1","Status":{"Health":"OK","State":"Enabled"}},
+    {"MemberId":"1","Name":"HpeServerPowerSupply","SerialNumber":"A2","Status":{"Health":"OK","State":"Enabled"}},
+    {"MemberId":"PSU3","Name":"PSU3","Status":{"Health":"OK","State":"Enabled"}}]})");
+  auto psus = OfKind(MapResource(power, Ctx()), ObsKind::kPsuState);
+  ASSERT_EQ(psus.size(), 3u);
+  EXPECT_EQ(psus[0].component.Id(), "psu/HpeServerPowerSupply_0");
+  EXPECT_EQ(psus[1].component.Id(), "psu/HpeServerPowerSupply_1");
+  EXPECT_EQ(psus[2].component.Id(), "psu/PSU3");  // a unique Name stays as it is
+  EXPECT_EQ(psus[1].component.keys.at("serial"), "A2");
+
+  // No MemberId, or a MemberId equal to the Name: the array index tells them apart.
+  Json thermal = Json::parse(R"({"@odata.type":"#Thermal.v1_1_0.Thermal","Temperatures":[
+    {"Name":"Temp","ReadingCelsius":30},{"Name":"Temp","MemberId":"Temp","ReadingCelsius":31}],
+    "Fans":[{"Name":"Fan Block","MemberId":"4","Reading":30},{"Name":"Fan Block","MemberId":"5","Reading":31}]})");
+  MapResult r = MapResource(thermal, Ctx());
+  auto temps = OfKind(r, ObsKind::kTemperature);
+  ASSERT_EQ(temps.size(), 2u);
+  EXPECT_EQ(temps[0].component.Id(), "sensor/Temp_0");
+  EXPECT_EQ(temps[1].component.Id(), "sensor/Temp_1");
+  auto fans = OfKind(r, ObsKind::kFanState);
+  ASSERT_EQ(fans.size(), 2u);
+  EXPECT_EQ(fans[0].component.Id(), "fan/Fan_Block_4");
+  EXPECT_EQ(fans[1].component.Id(), "fan/Fan_Block_5");
+
+  // ThermalMetrics: the data source names the sensor, not the DeviceName they share.
+  Json tm = Json::parse(R"({"@odata.type":"#ThermalMetrics.v1_3_0.ThermalMetrics","TemperatureReadingsCelsius":[
+    {"DeviceName":"Inlet","Reading":24,"DataSourceUri":"/redfish/v1/Chassis/1/Sensors/Inlet_Temp"},
+    {"DeviceName":"Inlet","Reading":47,"DataSourceUri":"/redfish/v1/Chassis/1/Sensors/PSU0_Inlet_Temp",
+     "PhysicalContext":"PowerSupply"}]})");
+  auto readings = OfKind(MapResource(tm, Ctx()), ObsKind::kTemperature);
+  ASSERT_EQ(readings.size(), 2u);
+  EXPECT_EQ(readings[0].component.Id(), "sensor/Inlet_Temp");
+  EXPECT_EQ(readings[1].component.Id(), "sensor/PSU0_Inlet_Temp");
+  EXPECT_EQ(readings[1].attrs.at("physical_context"), "PowerSupply");
+  EXPECT_EQ(readings[1].attrs.at("device_name"), "Inlet");
+}
+
+TEST(RedfishMap, ZeroUpperThresholdsArePlaceholders) {
+  Json j = Json::parse(R"({"@odata.type":"#Thermal.v1_1_0.Thermal","Temperatures":[
+    {"Name":"05-Inlet Sensor 2","ReadingCelsius":23,"UpperThresholdCritical":0,"UpperThresholdFatal":0,
+     "LowerThresholdCritical":0,"PhysicalContext":"Intake"}]})");
+  auto t = OfKind(MapResource(j, Ctx()), ObsKind::kTemperature);
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0].attrs.count("upper_critical"), 0u);
+  EXPECT_EQ(t[0].attrs.count("upper_fatal"), 0u);
+  EXPECT_EQ(t[0].attrs.at("lower_critical"), "0");  // a lower bound of 0 is a real bound
+  Json s = Json::parse(R"({"@odata.type":"#Sensor.v1_5_0.Sensor","Id":"T","Reading":20,"ReadingType":"Temperature",
+    "Thresholds":{"UpperCritical":{"Reading":0},"UpperCaution":{"Reading":35}}})");
+  auto st = OfKind(MapResource(s, Ctx()), ObsKind::kTemperature);
+  ASSERT_EQ(st.size(), 1u);
+  EXPECT_EQ(st[0].attrs.count("upper_critical"), 0u);
+  EXPECT_EQ(st[0].attrs.at("upper_noncritical"), "35");
+}
+
+Observation Reading(ObsKind kind, ComponentType type, double v, std::map<std::string, std::string> attrs) {
+  Observation o;
+  o.kind = kind;
+  o.component = {type, "X", {{"chassis", "1U"}}};
+  o.value = v;
+  o.attrs = std::move(attrs);
+  return o;
+}
+
+TEST(RedfishMap, ImplausibleReadingsAreQuirksByTheTable) {
+  // Raw, unscaled and sentinel values of several kinds: always implausible.
+  EXPECT_NE(ImplausibleReason(Reading(ObsKind::kVoltage, ComponentType::kPsu, 6553.5, {{"role", "input"}}), false), "");
+  EXPECT_NE(ImplausibleReason(Reading(ObsKind::kTemperature, ComponentType::kSensor, 2750, {}), false), "");
+  EXPECT_NE(ImplausibleReason(Reading(ObsKind::kTemperature, ComponentType::kSensor, -128, {}), false), "");
+  EXPECT_NE(ImplausibleReason(Reading(ObsKind::kFanSpeed, ComponentType::kFan, 65535, {{"units", "RPM"}}), false), "");
+  EXPECT_NE(ImplausibleReason(Reading(ObsKind::kFanSpeed, ComponentType::kFan, 180, {{"units", "%"}}), false), "");
+  EXPECT_NE(ImplausibleReason(Reading(ObsKind::kVoltage, ComponentType::kSensor, 12000, {}), false), "");
+  EXPECT_NE(ImplausibleReason(Reading(ObsKind::kPower, ComponentType::kPsu, -5, {}), false), "");
+  // 0.2 V on a supply input: a lost input unless the BMC calls the supply healthy.
+  const Observation low = Reading(ObsKind::kVoltage, ComponentType::kPsu, 0.2, {{"role", "input"}});
+  EXPECT_EQ(ImplausibleReason(low, false), "");
+  EXPECT_NE(ImplausibleReason(low, true).find("vendor quirk"), std::string::npos);
+  // Plausible: a 277 V feed, -12 V rail, 415 V PDU sensor, 48 V DC input, 95 C CPU.
+  EXPECT_EQ(ImplausibleReason(Reading(ObsKind::kVoltage, ComponentType::kPsu, 277, {{"role", "input"}}), true), "");
+  EXPECT_EQ(ImplausibleReason(Reading(ObsKind::kVoltage, ComponentType::kSensor, -12, {}), true), "");
+  EXPECT_EQ(ImplausibleReason(Reading(ObsKind::kVoltage, ComponentType::kSensor, 415, {}), true), "");
+  EXPECT_EQ(ImplausibleReason(Reading(ObsKind::kVoltage, ComponentType::kPsu, 48, {{"role", "input"}}), true), "");
+  EXPECT_EQ(ImplausibleReason(Reading(ObsKind::kTemperature, ComponentType::kSensor, 95, {}), true), "");
+  for (const auto& r : PlausibleRanges()) EXPECT_FALSE(r.why.empty());
+}
+
+TEST(RedfishMap, SweepMarksQuirksUsingThePsuHealth) {
+  std::vector<Observation> batch;
+  Observation ok_psu = Reading(ObsKind::kPsuState, ComponentType::kPsu, 0, {{"health", "OK"}});
+  Observation bad_psu = Reading(ObsKind::kPsuState, ComponentType::kPsu, 2, {{"health", "Critical"}});
+  bad_psu.component.name = "Y";
+  Observation ok_input = Reading(ObsKind::kVoltage, ComponentType::kPsu, 0.2, {{"role", "input"}});
+  Observation bad_input = Reading(ObsKind::kVoltage, ComponentType::kPsu, 0, {{"role", "input"}});
+  bad_input.component.name = "Y";
+  Observation other_chassis = ok_input;  // same name, other chassis: its PSU's health is unknown
+  other_chassis.component.keys["chassis"] = "2U";
+  batch = {ok_psu, bad_psu, ok_input, bad_input, other_chassis};
+  std::vector<std::string> warnings;
+  MarkImplausibleReadings(batch, warnings);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(batch[2].attrs.count("quirk"), 1u);
+  EXPECT_EQ(batch[3].attrs.count("quirk"), 0u);  // 0 V on a failed supply is real
+  EXPECT_EQ(batch[4].attrs.count("quirk"), 0u);
+}
+
 }  // namespace
 }  // namespace faultline::redfish

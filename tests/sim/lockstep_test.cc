@@ -6,6 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "sim/fake_sysfs/fake_sysfs.h"
 
@@ -18,6 +22,7 @@ class LockstepTest : public ::testing::Test {
  protected:
   void SetUp() override {
     options_.workdir = FakeSysfsScratchDir("lockstep");
+    fs::create_directories(options_.workdir);
     options_.nvml_library = DefaultFakeNvmlPath();
     ASSERT_FALSE(options_.nvml_library.empty()) << "the fake NVML library was not built";
   }
@@ -91,6 +96,96 @@ TEST_F(LockstepTest, RunsAreReproducible) {
   ASSERT_FALSE(a.final_diagnoses.empty());
   EXPECT_EQ(a.final_diagnoses.front().component.Id(), "psu/PSU3");
   EXPECT_EQ(a.final_diagnoses.front().severity, Severity::kWarning);  // redundancy held
+}
+
+TEST_F(LockstepTest, SkippingIdleTicksChangesNothingTheAgentSees) {
+  // Every tick visited vs only the ticks with a poll or evaluation due: the same
+  // timeline, the same stored observations, the same final answer, for fewer ticks.
+  for (const char* name : {"gpu7-fell-off-bus", "psu-degrade-then-fail"}) {
+    options_.skip_idle_ticks = false;
+    ScenarioRun all = Run(name, 240);
+    options_.skip_idle_ticks = true;
+    ScenarioRun skip = Run(name, 240);
+    ASSERT_EQ(all.changes.size(), skip.changes.size()) << name;
+    for (size_t i = 0; i < all.changes.size(); ++i) {
+      EXPECT_EQ(all.changes[i].t, skip.changes[i].t) << name;
+      EXPECT_EQ(all.changes[i].primary.fault_class, skip.changes[i].primary.fault_class) << name;
+      EXPECT_EQ(all.changes[i].primary.component.Id(), skip.changes[i].primary.component.Id()) << name;
+    }
+    EXPECT_EQ(all.first_correct_s, skip.first_correct_s) << name;
+    EXPECT_EQ(all.agent.observations_inserted, skip.agent.observations_inserted) << name;
+    EXPECT_EQ(all.agent.evaluations, skip.agent.evaluations) << name;
+    EXPECT_EQ(all.final_correct_class, skip.final_correct_class) << name;
+    EXPECT_EQ(all.ticks_visited, 961) << name;                     // 240 s / 0.25 s, both ends
+    EXPECT_LT(skip.ticks_visited, all.ticks_visited / 3) << name;  // evaluations every 1 s: 1 tick in 4
+  }
+}
+
+TEST_F(LockstepTest, AScenarioStatesItsOwnSchedule) {
+  auto sc = LoadNodeScenario(std::string(FAULTLINE_SOURCE_DIR) + "/scenarios/healthy-node.yaml");
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  sc->duration_s = 600;
+  sc->agent = AgentSchedule{.fast_interval_s = 60, .sample_interval_s = 120, .redfish_interval_s = 300, .tick_s = 1};
+  auto run = RunScenarioLockstep(*sc, options_);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_EQ(run->agent.evaluations, 11u);  // t = 0, 60, ..., 600
+  EXPECT_EQ(run->ticks_visited, 11);
+}
+
+// Every entry directly under `dir`, by name.
+std::set<std::string> Entries(const std::string& dir) {
+  std::set<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.insert(e.path().filename().string());
+  return names;
+}
+
+TEST_F(LockstepTest, AUsersWorkdirKeepsEverythingItHeld) {
+  // The user's directory already holds a file and a directory named like the scenario:
+  // the run makes its own directory beside them and removes only that.
+  const std::string mine = options_.workdir + "/healthy-node";
+  fs::create_directories(mine);
+  std::ofstream(mine + "/precious.txt") << "user data\n";
+  std::ofstream(options_.workdir + "/notes.txt") << "more user data\n";
+  const std::set<std::string> before = Entries(options_.workdir);
+  ScenarioRun r = Run("healthy-node", 20);
+  EXPECT_EQ(r.name, "healthy-node");
+  EXPECT_TRUE(r.workdir.empty());
+  EXPECT_EQ(Entries(options_.workdir), before);
+  EXPECT_TRUE(fs::exists(mine + "/precious.txt"));
+  EXPECT_TRUE(fs::exists(options_.workdir + "/notes.txt"));
+}
+
+TEST_F(LockstepTest, KeptRunsGetTheirOwnDirectoryEach) {
+  options_.keep_workdir = true;
+  ScenarioRun a = Run("healthy-node", 10);
+  ScenarioRun b = Run("healthy-node", 10);
+  ASSERT_FALSE(a.workdir.empty());
+  ASSERT_FALSE(b.workdir.empty());
+  EXPECT_NE(a.workdir, b.workdir);
+  for (const std::string& d : {a.workdir, b.workdir}) {
+    EXPECT_EQ(fs::path(d).parent_path(), fs::path(options_.workdir));
+    EXPECT_EQ(fs::path(d).filename().string().rfind("healthy-node-", 0), 0u) << d;
+    EXPECT_TRUE(fs::exists(d + "/kmsg.log")) << d;
+  }
+}
+
+TEST_F(LockstepTest, AHostileNameIsRefusedBeforeAnythingIsWritten) {
+  // A scenario built in code skips the parser: the run checks the name again.
+  const std::string outside = fs::path(options_.workdir).parent_path().string() + "/" +
+                              fs::path(options_.workdir).filename().string() + "-victim";
+  fs::create_directories(outside);
+  std::ofstream(outside + "/keep.txt") << "x\n";
+  for (const std::string& name : std::vector<std::string>{"../" + fs::path(outside).filename().string(), "..", "/tmp",
+                                                          "a/b", "", std::string("a\0b", 3), std::string(300, 'a')}) {
+    NodeScenario sc;
+    sc.name = name;
+    sc.duration_s = 10;
+    auto run = RunScenarioLockstep(sc, options_);
+    EXPECT_FALSE(run.ok()) << "name of " << name.size() << " bytes was accepted";
+  }
+  EXPECT_TRUE(Entries(options_.workdir).empty());
+  EXPECT_TRUE(fs::exists(outside + "/keep.txt"));
+  fs::remove_all(outside);
 }
 
 TEST(LockstepHelpers, SymbolicTruthComponentsResolveToTheSimulatorsParts) {

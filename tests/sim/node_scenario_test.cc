@@ -119,8 +119,58 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"DeepNesting", "name: a\n" + kTruth + "x: " + std::string(200, '[') + std::string(200, ']') + "\n", ""},
         BadCase{"Oversized", "name: a\n" + kTruth + "description: \"" + std::string(2 << 20, 'x') + "\"\n",
                 "larger than 1 MiB"},
-        BadCase{"Binary", std::string("name: a\0\xff\xfe\x01", 12), ""}),
+        BadCase{"Binary", std::string("name: a\0\xff\xfe\x01", 12), ""},
+        // The name becomes a directory: anything but a plain file name is refused.
+        BadCase{"NameClimbsOut", "name: ../x\n" + kTruth, "scenario.name: not a plain file name"},
+        BadCase{"NameIsDotDot", "name: ..\n" + kTruth, "scenario.name: not a plain file name"},
+        BadCase{"NameIsDot", "name: .\n" + kTruth, "scenario.name: not a plain file name"},
+        BadCase{"NameAbsolute", "name: /etc\n" + kTruth, "scenario.name: not a plain file name"},
+        BadCase{"NameWithSlash", "name: a/b\n" + kTruth, "scenario.name: not a plain file name"},
+        BadCase{"NameDeepClimb", "name: a/../../..\n" + kTruth, "scenario.name: not a plain file name"},
+        BadCase{"NameBackslash", "name: 'a\\..\\b'\n" + kTruth, "scenario.name: not a plain file name"},
+        BadCase{"NameHidden", "name: .ssh\n" + kTruth, "scenario.name: not a plain file name"},
+        BadCase{"NameOptionLike", "name: -rf\n" + kTruth, "scenario.name: not a plain file name"},
+        BadCase{"NameWithSpace", "name: 'a b'\n" + kTruth, "scenario.name: not a plain file name"},
+        BadCase{"NameWithNul", "name: \"a\\0b\"\n" + kTruth, "scenario.name"},
+        BadCase{"NameWithNewline", "name: \"a\\nb\"\n" + kTruth, "scenario.name: not a plain file name"},
+        BadCase{"NameNonAscii", "name: \"caf\xc3\xa9\"\n" + kTruth, "scenario.name: not a plain file name"},
+        BadCase{"AgentUnknownKey", "name: a\nagent: {poll_s: 1}\n" + kTruth, "agent: unknown key 'poll_s'"},
+        BadCase{"AgentNotAMapping", "name: a\nagent: fast\n" + kTruth, "agent: expected a mapping"},
+        BadCase{"AgentTickTooFine", "name: a\nagent: {tick_s: 0.001}\n" + kTruth, "agent.tick_s: out of range"},
+        BadCase{"AgentIntervalBelowTick", "name: a\nagent: {tick_s: 2, fast_interval_s: 1}\n" + kTruth,
+                "agent.fast_interval_s: shorter than tick_s"},
+        BadCase{"AgentIntervalHuge", "name: a\nagent: {redfish_interval_s: 1e9}\n" + kTruth,
+                "agent.redfish_interval_s: out of range"},
+        BadCase{"AgentIntervalNotANumber", "name: a\nagent: {sample_interval_s: .nan}\n" + kTruth,
+                "agent.sample_interval_s"},
+        BadCase{"NameEmpty", "name: ''\n" + kTruth, "scenario.name: missing"},
+        BadCase{"NameNotAString", "name: [a]\n" + kTruth, "scenario.name: expected a string"},
+        BadCase{"NameVeryLong", "name: " + std::string(4096, 'a') + "\n" + kTruth, "scenario.name: longer than"}),
     [](const ::testing::TestParamInfo<BadCase>& info) { return std::string(info.param.name); });
+
+TEST(NodeScenarioName, PlainFileNamesAreAccepted) {
+  for (const std::string& name :
+       std::vector<std::string>{"a", "psu-degrade-then-fail", "GPU_7.v2", "x..y", std::string(128, 'n')}) {
+    auto sc = ParseNodeScenario("name: '" + name + "'\n" + kTruth);
+    ASSERT_TRUE(sc.ok()) << name << ": " << sc.status().ToString();
+    EXPECT_EQ(sc->name, name);
+  }
+  EXPECT_FALSE(CheckScenarioName(std::string(129, 'n')).ok());
+  EXPECT_FALSE(CheckScenarioName(std::string("a\0b", 3)).ok());
+}
+
+TEST(NodeScenarioParse, AgentScheduleIsOptional) {
+  auto none = ParseNodeScenario("name: a\n" + kTruth);
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_FALSE(none->agent.has_value());
+  auto sc = ParseNodeScenario("name: a\nagent: {fast_interval_s: 60, sample_interval_s: 300, tick_s: 1}\n" + kTruth);
+  ASSERT_TRUE(sc.ok()) << sc.status().ToString();
+  ASSERT_TRUE(sc->agent.has_value());
+  EXPECT_EQ(sc->agent->fast_interval_s, 60);
+  EXPECT_EQ(sc->agent->sample_interval_s, 300);
+  EXPECT_EQ(sc->agent->redfish_interval_s, 10);  // default kept
+  EXPECT_EQ(sc->agent->tick_s, 1);
+}
 
 TEST(NodeScenarioLoad, MissingFileNamesThePath) {
   auto sc = LoadNodeScenario("/nonexistent/scenario.yaml");

@@ -250,5 +250,96 @@ TEST_F(SysfsCollectorTest, EmptyRootAndEscapingLinks) {
   EXPECT_FALSE(s2.observations.empty());
 }
 
+TEST_F(SysfsCollectorTest, IdentityKeysLetDetectorsCompareSiblings) {
+  SysfsSample s = MakeCollector().Collect();
+  const Observation* ib = FindObs(s, "ib/mlx5_0/1", ObsKind::kIbRate);
+  ASSERT_NE(ib, nullptr);
+  EXPECT_EQ(ib->component.keys.at("model"), "MT4129");
+  EXPECT_EQ(ib->component.keys.at("board_id"), "MT_0000000900");
+  EXPECT_EQ(ib->component.keys.at("fw_ver"), "28.41.1000");
+  const Observation* eth = FindObs(s, "ib/mlx5_8/1", ObsKind::kIbRate);
+  ASSERT_NE(eth, nullptr);
+  EXPECT_EQ(eth->component.keys.at("link_layer"), "Ethernet");
+  EXPECT_EQ(eth->component.keys.at("model"), "MT4125");
+  const std::string gpu0 = tree_->Bdfs("gpu").front();
+  EXPECT_EQ(FindObs(s, "pcie/" + gpu0, ObsKind::kPcieLinkWidth)->component.keys.at("pci_id"), "10de:2330");
+}
+
+TEST_F(SysfsCollectorTest, ModelFallsBackToThePciIdAndGarbledIdentityIsIgnored) {
+  fs::remove(dir_ / "sys/class/infiniband/mlx5_0/hca_type");
+  ASSERT_TRUE(tree_->WriteRaw("/sys/class/infiniband/mlx5_1/board_id", "MT_\x01\x02 garbage\n").ok());
+  ASSERT_TRUE(tree_->WriteRaw("/sys/class/infiniband/mlx5_2/fw_ver", std::string(300, 'x') + "\n").ok());
+  SysfsSample s = MakeCollector().Collect();
+  EXPECT_TRUE(s.errors.empty()) << s.errors.front().ToString();  // identity files are optional
+  EXPECT_EQ(FindObs(s, "ib/mlx5_0/1", ObsKind::kIbRate)->component.keys.at("model"), "15b3:1021");
+  EXPECT_EQ(FindObs(s, "ib/mlx5_1/1", ObsKind::kIbRate)->component.keys.count("board_id"), 0u);
+  EXPECT_EQ(FindObs(s, "ib/mlx5_2/1", ObsKind::kIbRate)->component.keys.count("fw_ver"), 0u);
+}
+
+TEST_F(SysfsCollectorTest, EveryPortOfMultiPortHcas) {
+  FakeSysfsOptions o;
+  o.ib_hcas = 2;
+  o.ib_ports_per_hca = 2;
+  o.hca_type = "MT4123";
+  o.ib_rate = "200 Gb/sec (4X HDR)";
+  const fs::path dir = dir_.string() + "_dual";
+  fs::remove_all(dir);
+  auto tree = FakeSysfsTree::Create(dir.string(), o);
+  ASSERT_TRUE(tree.ok()) << tree.status().ToString();
+  RootFs root(dir.string());
+  SysfsCollector c(root, clock_, SysfsOptions{"node-b"}, nullptr);
+  SysfsSample s = c.Collect();
+  fs::remove_all(dir);
+  EXPECT_EQ(c.ib_ports().size(), 6u);  // 2 cards x 2 ports + 2 Ethernet NICs
+  for (const char* id : {"ib/mlx5_0/1", "ib/mlx5_0/2", "ib/mlx5_1/1", "ib/mlx5_1/2"}) {
+    const Observation* r = FindObs(s, id, ObsKind::kIbRate);
+    ASSERT_NE(r, nullptr) << id;
+    EXPECT_EQ(*r->value, 200);
+    EXPECT_EQ(r->component.keys.at("model"), "MT4123");
+  }
+}
+
+TEST_F(SysfsCollectorTest, CountersAtTheirMaximumAreMarkedSaturated) {
+  struct Case {
+    const char* counter;
+    uint64_t value;
+    bool saturated;
+  };
+  const Case cases[] = {{"link_downed", 255, true},
+                        {"link_downed", 254, false},
+                        {"symbol_error", 65535, true},
+                        {"symbol_error", 255, false},  // 16-bit: 255 is an ordinary count
+                        {"local_link_integrity_errors", 15, true},
+                        {"port_rcv_errors", 4294967295ULL, true},
+                        {"port_xmit_discards", 65535, true},
+                        {"link_error_recovery", 0, false}};
+  SysfsCollector c = MakeCollector();
+  for (const Case& k : cases) {
+    SCOPED_TRACE(std::string(k.counter) + "=" + std::to_string(k.value));
+    ASSERT_TRUE(tree_->SetIbCounter("mlx5_3", k.counter, k.value).ok());
+    SysfsSample s = c.Collect();
+    const Observation* o = nullptr;
+    for (const Observation& x : s.observations) {
+      if (x.component.Id() == "ib/mlx5_3/1" && x.attrs.count("counter") && x.attrs.at("counter") == k.counter) o = &x;
+    }
+    ASSERT_NE(o, nullptr);
+    EXPECT_EQ(*o->value, static_cast<double>(k.value));
+    EXPECT_EQ(o->attrs.count("saturated") > 0, k.saturated);
+    if (k.saturated) {
+      EXPECT_EQ(o->attrs.at("counter_max"), std::to_string(k.value));
+    }
+    ASSERT_TRUE(tree_->SetIbCounter("mlx5_3", k.counter, 0).ok());
+  }
+}
+
+TEST_F(SysfsCollectorTest, NoPmaAnswerIsSkippedNotAnError) {
+  SysfsCollector c = MakeCollector();
+  ASSERT_TRUE(tree_->WriteRaw("/sys/class/infiniband/mlx5_6/ports/1/counters/symbol_error", "N/A (no PMA)\n").ok());
+  SysfsSample s = c.Collect();
+  EXPECT_TRUE(s.errors.empty()) << s.errors.front().ToString();
+  EXPECT_EQ(FindObs(s, "ib/mlx5_6/1", ObsKind::kIbSymbolError), nullptr);
+  EXPECT_NE(FindObs(s, "ib/mlx5_6/1", ObsKind::kIbLinkDowned), nullptr);
+}
+
 }  // namespace
 }  // namespace faultline

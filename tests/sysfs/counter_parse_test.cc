@@ -83,5 +83,29 @@ TEST(SysfsCounterParse, PciId) {
   EXPECT_FALSE(ParsePciId("0xffffffff").ok());
 }
 
+TEST(SysfsCounterParse, NoPmaIsUnsupportedNotCorrupt) {
+  auto r = ParseCounter("N/A (no PMA)\n");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);
+  EXPECT_EQ(ParseCounter("NaN\n").status().code(), StatusCode::kCorrupt);
+}
+
+TEST(SysfsCounterParse, SaturationFollowsEachCountersWidth) {
+  EXPECT_EQ(IbCounterWidthBits("link_downed"), 8);
+  EXPECT_EQ(IbCounterWidthBits("symbol_error"), 16);
+  EXPECT_EQ(IbCounterWidthBits("excessive_buffer_overrun_errors"), 4);
+  EXPECT_EQ(IbCounterWidthBits("port_xmit_data"), 0);  // 32 or 64 bits depending on the HCA
+  EXPECT_EQ(IbCounterMax("link_error_recovery"), 255u);
+  EXPECT_TRUE(IbCounterSaturated("link_downed", 255));
+  EXPECT_FALSE(IbCounterSaturated("link_downed", 256));  // impossible for 8 bits: a wider driver
+  EXPECT_TRUE(IbCounterSaturated("symbol_error", 65535));
+  EXPECT_FALSE(IbCounterSaturated("symbol_error", 255));
+  EXPECT_TRUE(IbCounterSaturated("local_link_integrity_errors", 15));
+  EXPECT_TRUE(IbCounterSaturated("port_xmit_data", 4294967295ULL));
+  EXPECT_TRUE(IbCounterSaturated("anything", UINT64_MAX));
+  EXPECT_FALSE(IbCounterSaturated("anything", 65535));
+  EXPECT_FALSE(IbCounterSaturated("", 0));
+}
+
 }  // namespace
 }  // namespace faultline

@@ -1,14 +1,10 @@
-// The workload endpoint, first as a plain function, then mounted on an in-process
-// cpp-httplib server on 127.0.0.1 (started and stopped by the test).
+// The workload endpoint as a plain function (no HTTP); the running server is tested in
+// http_server_test.cc.
 #include "sources/workload/http.h"
 
 #include <gtest/gtest.h>
-#include <httplib.h>
-
-#include <thread>
 
 #include "core/clock.h"
-#include "sources/workload/http_mount.h"
 #include "sources/workload/queue.h"
 
 namespace faultline {
@@ -68,32 +64,15 @@ TEST_F(WorkloadHttpTest, FullQueueIsServiceUnavailable) {
   EXPECT_EQ(tiny.rejected(), 1u);
 }
 
-TEST_F(WorkloadHttpTest, MountedOnALoopbackServer) {
-  httplib::Server server;
-  server.set_payload_max_length(options_.max_body_bytes);
-  MountWorkloadEndpoint(server, options_, clock_,
-                        [this](std::vector<Observation> obs) { return queue_.Push(std::move(obs)); });
-  const int port = server.bind_to_any_port("127.0.0.1");
-  ASSERT_GT(port, 0);
-  std::thread th([&server] { server.listen_after_bind(); });
-  while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-
-  httplib::Client client("127.0.0.1", port);
-  auto ok =
-      client.Post(options_.path, R"({"job":"llama","local_rank":2,"step":5,"samples_per_s":900})", "application/json");
-  ASSERT_TRUE(ok);
-  EXPECT_EQ(ok->status, 202);
-  auto bad = client.Post(options_.path, "{\"job\":", "application/json");
-  ASSERT_TRUE(bad);
-  EXPECT_EQ(bad->status, 400);
-  EXPECT_NE(bad->body.find("malformed JSON"), std::string::npos);
-  server.stop();
-  th.join();
-
-  auto obs = queue_.Drain();
-  ASSERT_EQ(obs.size(), 1u);
-  EXPECT_EQ(obs[0].kind, ObsKind::kThroughput);
-  EXPECT_EQ(obs[0].component.Id(), "gpu/2");
+TEST_F(WorkloadHttpTest, ReportsForAnotherNodeAreRefusedWhole) {
+  auto reply = Post("job=a step=1 step_time_s=1\nnode=gpu-node-99 job=a step=2 step_time_s=1\n");
+  EXPECT_EQ(reply.status, 403);
+  EXPECT_EQ(reply.outcome, WorkloadOutcome::kOtherNode);
+  EXPECT_NE(reply.body.find("line 2"), std::string::npos);
+  EXPECT_TRUE(queue_.Drain().empty());
+  // Naming this node explicitly is fine; so is naming none.
+  EXPECT_EQ(Post("node=gpu-node-07 job=a step_time_s=1\njob=a step_time_s=2").status, 202);
+  EXPECT_EQ(queue_.Drain().size(), 2u);
 }
 
 }  // namespace

@@ -10,7 +10,7 @@
 #include "core/clock.h"
 #include "core/time.h"
 #include "sources/workload/file_source.h"
-#include "sources/workload/slowdown.h"
+#include "engine/detect/slowdown.h"
 #include "store/store.h"
 
 namespace faultline {

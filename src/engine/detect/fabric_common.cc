@@ -15,6 +15,12 @@ std::string Join(const std::set<std::string>& items) {
   return out;
 }
 
+// Applies an issue's caps (EndIssue::max_confidence, monitor_only) to a finding built from it.
+void ApplyCaps(Finding& f, const EndIssue& issue) {
+  f.confidence = std::min(f.confidence, issue.max_confidence);
+  if (issue.monitor_only) f.action = Action::kMonitor;
+}
+
 void Merge(Finding& into, const EndIssue& other, size_t max_evidence) {
   into.first_ns = std::min(into.first_ns, other.first_ns);
   into.last_ns = std::max(into.last_ns, other.last_ns);
@@ -45,6 +51,10 @@ Finding SwitchFinding(const std::string& name, const std::vector<const LinkEnd*>
   f.severity = std::max(f.severity, Severity::kCritical);
   f.action = action;
   f.confidence = 0.8;
+  // Every port judged from one sample only ("since unknown"): say so in the confidence.
+  double cap = 0;
+  for (const LinkEnd* e : ends) cap = std::max(cap, e->issue->max_confidence);
+  f.confidence = std::min(f.confidence, cap);
   std::string list;
   for (const std::string& p : ports) list += (list.empty() ? "" : ",") + p;
   f.attrs = {{"placement", "switch"}, {"part", "switch " + name}, {"ports", list}};
@@ -69,6 +79,10 @@ Finding CableFinding(const LinkEnd& a, const LinkEnd& b, const FabricOptions& op
   if (!dev.cable.empty() || !far.cable.empty()) f.attrs["cable"] = !dev.cable.empty() ? dev.cable : far.cable;
   if (!dev.switch_name.empty()) f.attrs["switch"] = dev.switch_name;
   if (!dev.switch_port.empty()) f.attrs["switch_port"] = dev.switch_port;
+  // One solid end is enough to name the cable: the weaker end does not lower it.
+  if (dev.issue->max_confidence < 1.0 && far.issue->max_confidence < 1.0) {
+    f.confidence = std::min(f.confidence, std::max(dev.issue->max_confidence, far.issue->max_confidence));
+  }
   f.summary = "errors on both ends of " + dev.id + " <-> " + far.id + " (" + Join(dev.issue->reasons) + " | " +
               Join(far.issue->reasons) + "): reseat or replace " + part;
   return f;
@@ -90,7 +104,10 @@ Finding PortFinding(const LinkEnd& e, bool peer_seen, const FabricOptions& opt) 
                     : e.peer.empty() ? "far end unknown"
                                      : "no data from the other end (" + e.peer + ")";
   f.summary = e.id + ": " + Join(e.issue->reasons) + "; " + why + ": ";
-  if (rma) {
+  ApplyCaps(f, *e.issue);
+  if (e.issue->monitor_only) {
+    f.summary += "check whether " + e.port_part + " is meant to be cabled";
+  } else if (rma) {
     f.summary +=
         "single failing end in " + std::to_string(e.issue->episodes) + " separate episodes, RMA " + e.port_part;
   } else {

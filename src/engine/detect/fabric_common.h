@@ -52,6 +52,11 @@ struct EndIssue {
   std::set<std::string> reasons;  // "CRC flit 150/s", "rate 200 < 400 Gb/s"
   std::vector<Evidence> evidence;
   std::map<std::string, std::string> attrs;
+  // Caps for a finding judged from the present state alone (a port down in the first
+  // sample, "since unknown"): placement never reports more certainty than this, and
+  // `monitor_only` keeps a guess (maybe just uncabled) from asking anyone to touch hardware.
+  double max_confidence = 1.0;
+  bool monitor_only = false;
 
   // Records one bad sample.
   void Mark(const Observation& obs, FaultClass cls, Severity sev, const std::string& reason, const FabricOptions& opt);

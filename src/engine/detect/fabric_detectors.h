@@ -49,6 +49,11 @@ struct FabricOptions {
   int64_t ib_flap_window_ns = 10LL * 60 * 1'000'000'000;
   int64_t ib_down_after_ns = 2LL * 60 * 1'000'000'000;  // down this long: a drop, not a blip
   double expected_ib_rate_gbps = 0;                     // 0: from topology or the collector only
+  // Sibling comparison (no topology needed): a port/link slower than a strict majority of
+  // at least this many siblings (same IB link layer + HCA model + board; same PCI id) is
+  // downtrained. IB ports with an explicit expected rate are judged against that instead.
+  int ib_sibling_min_agree = 2;
+  int pcie_sibling_min_agree = 2;
 
   // --- Placement ---
   int switch_ports_for_switch_fault = 4;                     // distinct ports of one switch at once

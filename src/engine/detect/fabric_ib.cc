@@ -10,8 +10,11 @@ namespace {
 using fabric::EndIssue;
 using fabric::FormatRate;
 
+// IB PortState values (ports/<n>/state "4: ACTIVE"): 1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE,
+// 5 ACTIVE_DEFER. PortPhysicalState 5 is LinkUp.
 constexpr int kIbActive = 4;
 constexpr int kIbActiveDefer = 5;
+constexpr int kPhysLinkUp = 5;
 
 std::string Attr(const std::map<std::string, std::string>& m, const char* key) {
   auto it = m.find(key);
@@ -23,6 +26,21 @@ std::pair<std::string, std::string> SplitEnd(std::string_view name) {
   const size_t slash = name.rfind('/');
   if (slash == std::string_view::npos) return {std::string(name), ""};
   return {std::string(name.substr(0, slash)), std::string(name.substr(slash + 1))};
+}
+
+// The counters that speak about the link's physical health (the rest are congestion or
+// bookkeeping): a pegged one of these blinds the error-rate rules.
+bool IsLinkHealthCounter(const std::string& counter) {
+  return counter == "symbol_error" || counter == "link_error_recovery" || counter == "link_downed" ||
+         counter == "port_rcv_errors" || counter == "local_link_integrity_errors" ||
+         counter == "port_rcv_remote_physical_errors";
+}
+
+std::string StateText(const Observation& obs) {
+  std::string s = Attr(obs.attrs, "state");
+  if (s.empty() && obs.value) s = "state " + FormatRate(*obs.value);
+  const std::string phys = Attr(obs.attrs, "phys_state");
+  return phys.empty() ? s : s + "/" + phys;
 }
 
 }  // namespace
@@ -50,56 +68,96 @@ void IbFabricDetector::Observe(const Observation& obs) {
       observed_.insert(end);
       ObserveCounter(end, obs);
       break;
+    case ObsKind::kIbXmitDiscards:
+    case ObsKind::kOther:
+      ObserveCounter(end, obs);  // congestion / bookkeeping: only "pegged" is noted
+      break;
     default:
-      break;  // xmit discards are congestion, not link health
+      break;
   }
+}
+
+void IbFabricDetector::Remember(const std::string& end, const Observation& obs) {
+  PortState& st = ports_[end];
+  const std::string link_layer = Attr(obs.component.keys, "link_layer");
+  const std::string model = Attr(obs.component.keys, "model");
+  st.ethernet = link_layer == "Ethernet";
+  // Siblings: same link layer, same HCA model and board. Without a model nothing is compared.
+  st.group = model.empty() ? "" : link_layer + "|" + model + "|" + Attr(obs.component.keys, "board_id");
+}
+
+bool IbFabricDetector::ListedInTopology(const ComponentRef& ref) const {
+  if (topology_ == nullptr) return false;
+  auto [dev, port] = SplitEnd(ref.name);
+  return topology_->FindIbPort(dev, static_cast<int>(ParseInt(port).value_or(-1))) != nullptr ||
+         topology_->FindIbBySwitchPort(dev, port) != nullptr;
+}
+
+int IbFabricDetector::ActiveSiblings(const std::string& end, const PortState& st) const {
+  if (st.group.empty()) return 0;
+  int n = 0;
+  for (const auto& [id, other] : ports_) {
+    n += id != end && other.group == st.group && other.state_known && other.active;
+  }
+  return n;
 }
 
 void IbFabricDetector::ObserveState(const std::string& end, const Observation& obs) {
   if (!obs.value) return;
+  Remember(end, obs);
   PortState& st = ports_[end];
+  const bool first = !st.state_known;
+  st.state_known = true;
+  st.last_state = obs;
   const int state = static_cast<int>(*obs.value);
   if (state == kIbActive || state == kIbActiveDefer) {
     st.active = true;
     st.seen_active = true;
+    st.down_from_start = false;
     st.down_since_ns = 0;
     return;
   }
   st.active = false;
+  if (first) st.down_from_start = true;
   if (st.down_since_ns == 0) st.down_since_ns = obs.time_ns;
-  // A port that was never up and is not in the topology is probably just not cabled.
-  auto [dev, port] = SplitEnd(obs.component.name);
-  const bool expected =
-      st.seen_active ||
-      (topology_ != nullptr && (topology_->FindIbPort(dev, static_cast<int>(ParseInt(port).value_or(-1))) != nullptr ||
-                                topology_->FindIbBySwitchPort(dev, port) != nullptr));
+  // A port that was never up, is not in the topology and has no ACTIVE sibling is
+  // probably just not cabled: reported (at info) but never escalated.
+  const bool expected = st.seen_active || ListedInTopology(obs.component) ||
+                        (st.down_from_start && !st.ethernet && ActiveSiblings(end, st) > 0);
   const int64_t down_for = obs.time_ns - st.down_since_ns;
   if (!expected || down_for < opt_.ib_down_after_ns) return;
   EndIssue& issue = issues_[end];
+  const std::string minutes = FormatRate(static_cast<double>(down_for) / 60e9);
   issue.Mark(obs, FaultClass::kIbLinkDown, Severity::kCritical,
-             "port " + Attr(obs.attrs, "state") + "/" + Attr(obs.attrs, "phys_state") + " for " +
-                 FormatRate(static_cast<double>(down_for) / 60e9) + " min",
+             "port " + StateText(obs) +
+                 (st.down_from_start ? " for at least " + minutes + " min (down since the first sample)"
+                                     : " for " + minutes + " min"),
              opt_);
   issue.attrs["mode"] = "down";
 }
 
 void IbFabricDetector::ObserveRate(const std::string& end, const Observation& obs) {
   if (!obs.value || !std::isfinite(*obs.value)) return;
-  const PortState& st = ports_[end];
-  if (!st.active) return;  // a down port reports a meaningless rate
+  Remember(end, obs);
+  PortState& st = ports_[end];
+  if (!st.rate_known || *obs.value != st.rate) st.rate_since_ns = obs.time_ns;
+  st.rate_known = true;
+  st.rate = *obs.value;
+  st.last_rate = obs;
   // Node-wide defaults describe the InfiniBand compute ports, not Ethernet ones.
-  const bool ethernet = Attr(obs.component.keys, "link_layer") == "Ethernet";
-  double expected = ethernet ? 0 : opt_.expected_ib_rate_gbps;
+  double expected = st.ethernet ? 0 : opt_.expected_ib_rate_gbps;
   if (auto v = ParseDouble(Attr(obs.attrs, "expected")); v && *v > 0) expected = *v;
   if (topology_ != nullptr) {
     auto [dev, port] = SplitEnd(obs.component.name);
     const TopoIbPort* t = topology_->FindIbPort(dev, static_cast<int>(ParseInt(port).value_or(-1)));
     if (t != nullptr && t->expected_rate_gbps > 0) {
       expected = t->expected_rate_gbps;
-    } else if (!ethernet && topology_->expected_ib_rate_gbps > 0) {
+    } else if (!st.ethernet && topology_->expected_ib_rate_gbps > 0) {
       expected = topology_->expected_ib_rate_gbps;
     }
   }
+  st.rate_has_expected = expected > 0;
+  if (!st.active) return;  // a down port reports a meaningless rate
   if (expected <= 0 || *obs.value >= expected * 0.99) return;
   EndIssue& issue = issues_[end];
   issue.Mark(obs, FaultClass::kIbLinkErrors, Severity::kWarning,
@@ -110,12 +168,25 @@ void IbFabricDetector::ObserveRate(const std::string& end, const Observation& ob
 
 void IbFabricDetector::ObserveCounter(const std::string& end, const Observation& obs) {
   if (!obs.value || !std::isfinite(*obs.value)) return;
+  std::string counter = Attr(obs.attrs, "counter");
+  if (counter.empty()) counter = std::string(ToString(obs.kind));
+  // A counter at its maximum stopped counting: note it, and never read "no change" as a
+  // rate of zero. A later lower value (counters cleared) is a new baseline.
+  const bool saturated = Attr(obs.attrs, "saturated") == "true";
+  if (saturated) {
+    pegged_[end + "#" + counter] = Pegged{obs, true};
+  } else if (auto it = pegged_.find(end + "#" + counter); it != pegged_.end()) {
+    pegged_.erase(it);
+  }
+  if (obs.kind == ObsKind::kIbXmitDiscards || obs.kind == ObsKind::kOther) return;
   auto d = counters_.Update(end + "#" + std::string(ToString(obs.kind)), *obs.value, obs.time_ns);
+  // Pegged on both samples: the delta is unknown. Pegged now but not before: the delta
+  // is a lower bound, still worth judging.
   if (!d || d->delta <= 0) return;
   EndIssue* issue = nullptr;
   auto mark = [&](FaultClass cls, Severity sev, const std::string& reason) {
     issue = &issues_[end];
-    issue->Mark(obs, cls, sev, reason, opt_);
+    issue->Mark(obs, cls, sev, reason + (saturated ? " (at least: the counter is now pegged)" : ""), opt_);
   };
   switch (obs.kind) {
     case ObsKind::kIbSymbolError:
@@ -156,6 +227,129 @@ void IbFabricDetector::ObserveCounter(const std::string& end, const Observation&
   }
 }
 
+// Ports not ACTIVE since the first sample, which the 2-minute rule has not judged yet:
+// reported now, "since unknown". How sure depends on what says the port should be up.
+void IbFabricDetector::AddPresentDown(std::map<std::string, EndIssue>& issues) const {
+  for (const auto& [end, st] : ports_) {
+    if (!st.state_known || st.active || !st.down_from_start) continue;
+    if (auto it = issues_.find(end); it != issues_.end() && it->second.fault_class == FaultClass::kIbLinkDown &&
+                                     it->second.last_ns >= st.last_state.time_ns) {
+      continue;  // the persistence rule already speaks for the latest sample
+    }
+    const bool listed = ListedInTopology(st.last_state.component);
+    if (st.ethernet && !listed) continue;  // RoCE/management ports: only when the operator lists them
+    const int active = ActiveSiblings(end, st);
+    int siblings = 0;
+    for (const auto& [id, other] : ports_) siblings += id != end && !st.group.empty() && other.group == st.group;
+    std::string reason = "port " + StateText(st.last_state) + " now (since unknown: not ACTIVE in the first sample)";
+    const int phys = static_cast<int>(ParseInt(Attr(st.last_state.attrs, "phys_state_num")).value_or(0));
+    if (phys == kPhysLinkUp) reason += ", physically up but not configured: is a subnet manager reaching it?";
+    Severity sev = Severity::kWarning;
+    FaultClass cls = FaultClass::kIbLinkDown;
+    double confidence = 0.6;
+    bool guess = false;
+    if (listed) {
+      reason += "; the topology lists it";
+    } else if (active > 0) {
+      reason += "; " + std::to_string(active) + " of " + std::to_string(siblings) +
+                " sibling ports (same HCA model) are ACTIVE";
+      confidence = 0.5;
+    } else {
+      reason += "; no topology entry and no ACTIVE sibling port: it may simply be uncabled";
+      // A note, not a link-down: as ib_link_errors at info it can never be taken for the
+      // cause of a slowdown (a spare, uncabled port is the common case).
+      sev = Severity::kInfo;
+      cls = FaultClass::kIbLinkErrors;
+      confidence = 0.3;
+      guess = true;
+    }
+    EndIssue& issue = issues[end];
+    const bool fresh = issue.count == 0;
+    issue.Mark(st.last_state, cls, sev, reason, opt_);
+    issue.attrs["mode"] = "down";
+    issue.attrs["since"] = "unknown";
+    if (fresh) {
+      issue.max_confidence = confidence;
+      issue.monitor_only = guess;
+    }
+  }
+}
+
+// A port slower than most of its siblings (same link layer, HCA model and board) is
+// downtrained even when no expected rate is configured: 7 ports at 400 and one at 200.
+// Needs a strict majority of at least ib_sibling_min_agree ports at the faster rate, so a
+// dual-port card split across a 400 and a 200 Gb/s network is left alone.
+void IbFabricDetector::AddSiblingRates(std::map<std::string, EndIssue>& issues) const {
+  std::map<std::string, std::vector<std::pair<const std::string*, const PortState*>>> groups;
+  for (const auto& [end, st] : ports_) {
+    if (!st.group.empty() && st.rate_known && st.active) groups[st.group].emplace_back(&end, &st);
+  }
+  for (const auto& [group, members] : groups) {
+    std::map<double, int> by_rate;
+    std::map<std::string, int> fw_at_mode;
+    for (const auto& m : members) ++by_rate[m.second->rate];
+    double mode = 0;
+    int agree = 0;
+    for (const auto& [rate, n] : by_rate) {
+      if (n >= agree) mode = rate, agree = n;  // ascending: ties go to the faster rate
+    }
+    const int total = static_cast<int>(members.size());
+    if (agree < opt_.ib_sibling_min_agree || agree * 2 <= total) continue;
+    for (const auto& m : members) {
+      if (m.second->rate == mode) ++fw_at_mode[Attr(m.second->last_rate.component.keys, "fw_ver")];
+    }
+    std::string usual_fw;
+    for (const auto& [fw, n] : fw_at_mode) {
+      if (usual_fw.empty() || n > fw_at_mode[usual_fw]) usual_fw = fw;
+    }
+    for (const auto& [end, st] : members) {
+      if (st->rate_has_expected || st->rate >= mode * 0.99) continue;
+      const ComponentRef& ref = st->last_rate.component;
+      std::string reason = "rate " + FormatRate(st->rate) + " Gb/s while " + std::to_string(agree) + " of " +
+                           std::to_string(total) + " active ports of this model (" + Attr(ref.keys, "model") +
+                           ") run " + FormatRate(mode) + " Gb/s";
+      const std::string fw = Attr(ref.keys, "fw_ver");
+      if (!fw.empty() && !usual_fw.empty() && fw != usual_fw)
+        reason += " (firmware " + fw + ", theirs " + usual_fw + ")";
+      EndIssue& issue = issues[*end];
+      const bool fresh = issue.count == 0;
+      issue.Mark(st->last_rate, FaultClass::kIbLinkErrors, Severity::kWarning, reason, opt_);
+      if (fresh) issue.first_ns = std::min(issue.first_ns, st->rate_since_ns);
+      issue.attrs["rate_gbps"] = FormatRate(st->rate);
+      issue.attrs["expected_gbps"] = FormatRate(mode);
+      issue.attrs["expected_from"] = "siblings";
+    }
+  }
+}
+
+std::vector<Finding> IbFabricDetector::PeggedFindings() const {
+  std::vector<Finding> out;
+  for (const auto& [key, p] : pegged_) {
+    if (!p.saturated) continue;
+    const std::string counter = Attr(p.obs.attrs, "counter");
+    const std::string max = p.obs.value ? FormatRate(*p.obs.value) : Attr(p.obs.attrs, "counter_max");
+    const std::string id = p.obs.component.Id();
+    Finding f;
+    f.layer = Layer::kFabric;
+    f.component = p.obs.component;
+    f.fault_class = FaultClass::kIbLinkErrors;
+    f.severity = IsLinkHealthCounter(counter) ? Severity::kWarning : Severity::kInfo;
+    f.action = Action::kMonitor;
+    f.confidence = 0.5;
+    f.first_ns = f.last_ns = p.obs.time_ns;
+    f.count = 1;
+    f.evidence.push_back(EvidenceFrom(p.obs));
+    f.attrs = {{"mode", "counter_saturated"}, {"counter", counter},   {"counter_max", max},
+               {"placement", "port"},         {"part", "port " + id}, {"rate", "unknown"}};
+    f.summary = id + ": counter " + counter + " is pegged at its maximum (" + max +
+                "): it no longer counts, so its error rate is unknown (not zero)";
+    if (counter == "link_downed") f.summary += "; the link went down at least " + max + " times since the last clear";
+    f.summary += ". Clear the port counters (e.g. perfquery -R) to measure again";
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
 fabric::LinkEnd IbFabricDetector::Describe(const std::string& id, const EndIssue& issue) const {
   fabric::LinkEnd e;
   e.id = id;
@@ -186,9 +380,15 @@ fabric::LinkEnd IbFabricDetector::Describe(const std::string& id, const EndIssue
 }
 
 std::vector<Finding> IbFabricDetector::Findings() const {
+  std::map<std::string, EndIssue> issues = issues_;
+  AddPresentDown(issues);
+  AddSiblingRates(issues);
   std::vector<fabric::LinkEnd> ends;
-  for (const auto& [id, issue] : issues_) ends.push_back(Describe(id, issue));
-  return fabric::PlaceLinkFaults(ends, observed_, FaultClass::kIbLinkErrors, Action::kFacilityTicket, opt_);
+  for (const auto& [id, issue] : issues) ends.push_back(Describe(id, issue));
+  std::vector<Finding> out =
+      fabric::PlaceLinkFaults(ends, observed_, FaultClass::kIbLinkErrors, Action::kFacilityTicket, opt_);
+  for (Finding& f : PeggedFindings()) out.push_back(std::move(f));
+  return out;
 }
 
 }  // namespace faultline

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "parse/text.h"
+#include "parse/xid_catalog.h"
 
 namespace faultline {
 namespace {
@@ -38,6 +39,18 @@ const char* KindName(ObsKind k) {
     default:
       return "recoveries";
   }
+}
+
+// Non-fatal SXids on one switch port, with nothing else wrong there, before that port
+// alone is worth touching (as the kernel detector's sxid_link_repeat).
+constexpr uint64_t kNonFatalSxidsToReseat = 10;
+
+bool LoneNonFatalSxids(const EndIssue& issue) {
+  if (issue.severity >= Severity::kCritical || issue.count >= kNonFatalSxidsToReseat) return false;
+  for (const std::string& r : issue.reasons) {
+    if (r.rfind("SXid ", 0) != 0) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -93,7 +106,11 @@ void NvlinkFabricDetector::Observe(const Observation& obs) {
     // judges the SXid itself; here it only says which end of a link is noisy).
     std::string sev = Attr(obs.attrs, "severity");
     for (char& ch : sev) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    const bool fatal = sev == "fatal";
+    // NVIDIA's per-code knowledge (xid_catalog.h): corrected / safe-to-ignore codes say
+    // nothing about the link; fatal ones are marked critical (see Findings()).
+    const XidRule rule = RuleForSxid(obs.code ? static_cast<int>(*obs.code) : -1, Attr(obs.attrs, "severity"));
+    if (rule.fault_class == FaultClass::kNone) return;
+    const bool fatal = sev == "fatal" || rule.fault_class == FaultClass::kNvswitchFault;
     issues_[end].Mark(obs, FaultClass::kNvlinkErrors, fatal ? Severity::kCritical : Severity::kWarning,
                       "SXid " + (obs.code ? std::to_string(*obs.code) : std::string("?")), opt_);
   } else {
@@ -187,6 +204,16 @@ std::vector<Finding> NvlinkFabricDetector::Findings() const {
   std::vector<fabric::LinkEnd> ends;
   for (const auto& [id, issue] : issues_) ends.push_back(Describe(id, issue));
   std::vector<Finding> out = fabric::PlaceLinkFaults(ends, observed_, FaultClass::kNvswitchFault, Action::kRma, opt_);
+  for (Finding& f : out) {
+    // A port blamed on a few non-fatal SXids alone is watched, not reseated: one non-fatal
+    // SXid is not a cable replacement (it still counts as the other end of a bad link).
+    if (f.attrs["placement"] != "port") continue;
+    auto it = issues_.find(f.summary.substr(0, f.summary.find(": ")));
+    if (it != issues_.end() && LoneNonFatalSxids(it->second)) {
+      f.action = Action::kMonitor;
+      f.summary += " if it keeps reporting (non-fatal SXids only so far: watch it)";
+    }
+  }
   for (Finding& f : out) {
     if (f.component.type == ComponentType::kNvswitch && f.attrs["placement"] == "switch") {
       f.component.keys["nvswitch"] = f.component.name;

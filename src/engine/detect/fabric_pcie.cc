@@ -116,9 +116,64 @@ void PcieFabricDetector::ObserveLink(const Observation& obs) {
                      : "trained at Gen" + std::to_string(gen) + " of Gen" + std::to_string(max_gen);
     }
   }
+  RememberReading(obs, !reason.empty());
   if (reason.empty()) return;
   EndIssue& issue = downtrained_[obs.component.Id()];
   issue.Mark(obs, FaultClass::kPcieLinkDegraded, sev, reason, opt_);
+}
+
+void PcieFabricDetector::RememberReading(const Observation& obs, bool below_max) {
+  // Only sysfs readings carry the PCI id that makes functions siblings.
+  if (obs.component.type != ComponentType::kPcie || Attr(obs.component.keys, "pci_id").empty()) return;
+  if (obs.kind != ObsKind::kPcieLinkWidth && obs.kind != ObsKind::kPcieLinkSpeed) return;
+  LinkReading& r = readings_[obs.component.Id() + "#" + std::string(ToString(obs.kind))];
+  if (r.since_ns == 0 || r.obs.value != obs.value) r.since_ns = obs.time_ns;
+  r.obs = obs;
+  r.below_max = below_max;
+}
+
+// Functions with the same PCI id (and role) should train alike: one slower than a strict
+// majority of at least pcie_sibling_min_agree siblings is degraded, even when its max_link_*
+// files cannot say so (a bifurcated or misreported slot). Readings the below-max rule
+// already judged are left to it; idle GPUs parked at Gen1 are neither judged nor counted.
+void PcieFabricDetector::AddSiblingDowntrained(std::map<std::string, EndIssue>& issues) const {
+  std::map<std::string, std::vector<const LinkReading*>> groups;
+  for (const auto& [key, r] : readings_) {
+    const bool idle_gpu = opt_.ignore_gpu_idle_speed && r.obs.kind == ObsKind::kPcieLinkSpeed &&
+                          IsGpu(r.obs.component) && GenOfSpeed(*r.obs.value) == 1;
+    if (idle_gpu) continue;
+    groups[Attr(r.obs.component.keys, "pci_id") + "|" + Attr(r.obs.component.keys, "device") + "|" +
+           std::string(ToString(r.obs.kind))]
+        .push_back(&r);
+  }
+  for (const auto& [group, members] : groups) {
+    std::map<double, int> by_value;
+    for (const LinkReading* r : members) ++by_value[*r->obs.value];
+    double mode = 0;
+    int agree = 0;
+    for (const auto& [v, n] : by_value) {
+      if (n >= agree) mode = v, agree = n;  // ascending: ties go to the faster value
+    }
+    const int total = static_cast<int>(members.size());
+    if (agree < opt_.pcie_sibling_min_agree || agree * 2 <= total) continue;
+    for (const LinkReading* r : members) {
+      const double v = *r->obs.value;
+      // x0 / 0 GT/s is a link that is down or a function that is gone (fell off the bus), not a
+      // link that trained slower than its siblings: the kernel log and NVML say which.
+      if (r->below_max || v <= 0 || v >= mode * 0.99) continue;
+      const bool width = r->obs.kind == ObsKind::kPcieLinkWidth;
+      const std::string what = width ? "x" + FormatRate(v) : FormatRate(v) + " GT/s";
+      const std::string theirs = width ? "x" + FormatRate(mode) : FormatRate(mode) + " GT/s";
+      EndIssue& issue = issues[r->obs.component.Id()];
+      const bool fresh = issue.count == 0;
+      issue.Mark(r->obs, FaultClass::kPcieLinkDegraded, Severity::kWarning,
+                 "trained at " + what + " while " + std::to_string(agree) + " of " + std::to_string(total) +
+                     " functions with PCI id " + Attr(r->obs.component.keys, "pci_id") + " run " + theirs,
+                 opt_);
+      if (fresh) issue.first_ns = std::min(issue.first_ns, r->since_ns);
+      issue.attrs["expected_from"] = "siblings";
+    }
+  }
 }
 
 void PcieFabricDetector::ObserveReplay(const Observation& obs) {
@@ -271,18 +326,22 @@ std::vector<Finding> PcieFabricDetector::PlaceAerStorms() const {
   return out;
 }
 
+Finding PcieFabricDetector::DowntrainedFinding(const std::string& id, const EndIssue& issue) const {
+  Finding f = fabric::FindingFrom(issue);
+  const std::string part = PartFor(f.component);
+  f.action = Action::kReseatOrReplaceLink;
+  f.confidence = Attr(issue.attrs, "expected_from") == "siblings" ? 0.65 : 0.75;
+  f.attrs["placement"] = "link";
+  f.attrs["part"] = part;
+  f.summary = id + " PCIe link " + JoinReasons(issue) + " (silent slowdown): reseat or replace " + part;
+  return f;
+}
+
 std::vector<Finding> PcieFabricDetector::Findings() const {
   std::vector<Finding> out;
-  for (const auto& [id, issue] : downtrained_) {
-    Finding f = fabric::FindingFrom(issue);
-    const std::string part = PartFor(f.component);
-    f.action = Action::kReseatOrReplaceLink;
-    f.confidence = 0.75;
-    f.attrs["placement"] = "link";
-    f.attrs["part"] = part;
-    f.summary = id + " PCIe link " + JoinReasons(issue) + " (silent slowdown): reseat or replace " + part;
-    out.push_back(std::move(f));
-  }
+  std::map<std::string, EndIssue> downtrained = downtrained_;
+  AddSiblingDowntrained(downtrained);
+  for (const auto& [id, issue] : downtrained) out.push_back(DowntrainedFinding(id, issue));
   for (const auto& [id, issue] : replays_) {
     Finding f = fabric::FindingFrom(issue);
     const std::string part = PartFor(f.component);

@@ -1,8 +1,11 @@
 // BMC log entries, Status.Conditions and SSE events (layer 1). Two vocabularies:
 // Redfish registry MessageIds (parse/redfish_registry) and IPMI SEL sensor type +
 // entry code (IPMI 2.0 table 42-3 event/reading types, as BMCs print them).
+#include <vector>
+
 #include "engine/detect/oob_detectors.h"
 #include "engine/detect/oob_finding_book.h"
+#include "engine/detect/oob_sensor_class.h"
 #include "parse/redfish_registry.h"
 #include "parse/text.h"
 
@@ -50,15 +53,34 @@ ComponentRef PartOf(const Observation& obs, std::string_view part) {
   return {ComponentType::kChassis, obs.component.name, c.keys};
 }
 
+// The event names the chassis intake ("Inlet Temp", "Ambient"), not a part's own sensor
+// ("PSU1 Inlet Temp", "CPU0 DTS"): same rules as the Redfish sensors (oob_sensor_class.h).
+// The sensor name and message args name the sensor; without them the origin's last
+// segment (its chassis path may say "GPU1" of a whole board), and last the message text.
 bool MentionsInlet(const Observation& obs) {
-  for (const std::string& s :
-       {OobAttr(obs, "message_args"), OobAttr(obs, "origin"), OobAttr(obs, "sensor"), obs.text}) {
-    if (Contains(s, "Inlet") || Contains(s, "Intake") || Contains(s, "Ambient") || Contains(s, "inlet") ||
-        Contains(s, "intake") || Contains(s, "ambient")) {
-      return true;
-    }
+  std::vector<std::string> names;
+  for (const char* key : {"sensor", "message_args"}) {
+    if (std::string v = OobAttr(obs, key); !v.empty()) names.push_back(v);
   }
-  return false;
+  if (names.empty()) {
+    std::string origin = OobAttr(obs, "origin");
+    const size_t cut = origin.find_last_of("/#");
+    if (cut != std::string::npos && cut + 1 < origin.size()) origin = origin.substr(cut + 1);
+    if (!origin.empty()) names.push_back(origin);
+    names.push_back(obs.text);
+  }
+  bool inlet = false;
+  for (const std::string& s : names) {
+    const TempSite site = ClassifySensorText(s);
+    if (site == TempSite::kPart) return false;
+    inlet |= site == TempSite::kInlet;
+  }
+  return inlet;
+}
+
+// A part taken out (or a bay reported empty) is a change to note, not a part to replace.
+bool IsRemoval(std::string_view text) {
+  return Contains(text, "Removed") || Contains(text, "Absent") || Contains(text, "absent") || Contains(text, "removed");
 }
 
 // IPMI sensor types faultline acts on, normalised ("Power Supply / Converter" is how
@@ -128,14 +150,16 @@ class OobEventDetector final : public Detector {
       confidence = 0.5;
     }
     const ComponentRef part = PartOf(obs, m.part);
-    const std::string book_key = std::string(ToString(fc)) + ":" + part.Id();
+    const std::string book_key = std::string(ToString(fc)) + ":" + OobPartKey(part);
     if (m.clears) {
       book_.Clear(book_key, obs);
       return;
     }
     const bool feed = key.key == "LossOfInputPower" || key.key == "LineInputPowerFault";
     const bool part_rma = (m.part == "psu" && !feed) || m.part == "fan";
-    book_.Raise(book_key, obs, part, fc, m.severity, part_rma ? Action::kRma : Action::kFacilityTicket, confidence,
+    Action action = part_rma ? Action::kRma : Action::kFacilityTicket;
+    if (IsRemoval(key.key)) action = Action::kMonitor;
+    book_.Raise(book_key, obs, part, fc, m.severity, action, confidence,
                 key.registry + "." + key.key + " on " + part.Id() + (obs.text.empty() ? "" : ": " + obs.text));
   }
 
@@ -168,13 +192,14 @@ class OobEventDetector final : public Detector {
       part.type = ComponentType::kCoolant;
       fc = FaultClass::kCoolingDegraded;
     }
-    const std::string key = "sel:" + family + ":" + part.Id();
+    const std::string key = "sel:" + family + ":" + OobPartKey(part);
     if (IsDeassertion(obs)) {
       book_.Clear(key, obs);
       return;
     }
     auto sev = SelSeverity(OobAttr(obs, "entry_code"));
     if (!sev) return;
+    if (IsRemoval(OobAttr(obs, "entry_code"))) action = Action::kMonitor;
     book_.Raise(key, obs, part, fc, *sev, action,
                 fc == FaultClass::kCoolingDegraded && family == "Temperature" ? 0.5 : 0.8,
                 family + " event on " + part.Id() + ": " + OobAttr(obs, "entry_code"));

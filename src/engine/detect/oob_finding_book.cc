@@ -18,6 +18,11 @@ std::optional<double> OobAttrNum(const Observation& obs, const std::string& key)
   return ParseDouble(Trim(it->second));
 }
 
+std::string OobPartKey(const ComponentRef& component) {
+  auto it = component.keys.find("chassis");
+  return it == component.keys.end() || it->second.empty() ? component.Id() : component.Id() + "@" + it->second;
+}
+
 void OobFindingBook::Raise(const std::string& key, const Observation& obs, const ComponentRef& component,
                            FaultClass fault_class, Severity severity, Action action, double confidence,
                            const std::string& summary) {

@@ -14,6 +14,9 @@ namespace faultline {
 // attrs[key] or "" / its numeric value.
 std::string OobAttr(const Observation& obs, const std::string& key);
 std::optional<double> OobAttrNum(const Observation& obs, const std::string& key);
+// Identity of a part for detector state: the component id plus its chassis, so PSU1 of
+// two chassis (or two same-named sensors) are two parts.
+std::string OobPartKey(const ComponentRef& component);
 
 class OobFindingBook {
  public:

@@ -2,20 +2,15 @@
 #include <algorithm>
 #include <deque>
 #include <map>
+#include <optional>
 
 #include "engine/detect/oob_detectors.h"
 #include "engine/detect/oob_finding_book.h"
+#include "engine/detect/oob_sensor_class.h"
 #include "parse/text.h"
 
 namespace faultline {
 namespace {
-
-bool IsInlet(const Observation& obs) {
-  const std::string context = OobAttr(obs, "physical_context");
-  if (context == "Intake" || context == "Ambient") return true;
-  const std::string& n = obs.component.name;
-  return Contains(n, "Inlet") || Contains(n, "Intake") || Contains(n, "inlet") || Contains(n, "intake");
-}
 
 class OobThermalDetector final : public Detector {
  public:
@@ -51,33 +46,90 @@ class OobThermalDetector final : public Detector {
   std::vector<Finding> Findings() const override { return book_.All(); }
 
  private:
+  // Only the chassis intake (oob_sensor_class.h). The sensor's own thresholds and the
+  // BMC's Health decide; the fixed inlet_max_c applies only to a sensor without
+  // thresholds, and on one the BMC calls healthy it is a monitor-level note at most.
   void ObserveInlet(const Observation& obs) {
-    if (!obs.value || !IsInlet(obs)) return;
+    if (!obs.value || ClassifyTemperature(obs) != TempSite::kInlet || obs.attrs.count("quirk")) return;
     const double t = *obs.value;
-    const std::string key = "inlet:" + obs.component.Id();
+    const std::string key = "inlet:" + OobPartKey(obs.component);
+    // The same sensor comes as a full Sensor (thresholds, Health) and as a bare excerpt
+    // (ThermalMetrics, Thermal without thresholds): the excerpt is judged by the limits
+    // the full resource gave, not by the fixed default.
+    SensorLimits& known = limits_[key];
     auto noncrit = OobAttrNum(obs, "upper_noncritical");
     auto crit = OobAttrNum(obs, "upper_critical");
-    const double warn_at = noncrit ? *noncrit : (crit ? *crit : options_.inlet_max_c);
-    Severity sev = Severity::kInfo;
-    if (crit && t > *crit) {
-      sev = Severity::kCritical;
-    } else if (t > warn_at) {
-      sev = Severity::kWarning;
+    auto fatal = OobAttrNum(obs, "upper_fatal");
+    std::string health = OobAttr(obs, "health");
+    const bool excerpt = !OobAttr(obs, "data_source").empty();
+    if (noncrit || crit || fatal) {
+      known = {noncrit, crit, fatal, known.health};
+    } else if (excerpt && !known.noncrit && !known.crit && !known.fatal && known.health.empty()) {
+      return;  // an excerpt of a Sensor not read yet: the Sensor itself is judged when it comes
+    } else {
+      noncrit = known.noncrit;
+      crit = known.crit;
+      fatal = known.fatal;
     }
-    if (sev != Severity::kInfo) {
-      book_.Raise(
-          key, obs, obs.component, FaultClass::kThermalInlet, sev, Action::kFacilityTicket, 0.85,
-          "inlet " + obs.component.Id() + " at " + std::to_string(t) + " C above " + std::to_string(warn_at) + " C");
-    } else if (t <= warn_at - options_.hysteresis_c) {
+    if (!health.empty()) {
+      known.health = health;
+    } else {
+      health = known.health;
+    }
+    const bool own = noncrit || crit || fatal;
+    const double warn_at = noncrit ? *noncrit : crit ? *crit : fatal ? *fatal : options_.inlet_max_c;
+    Severity sev = Severity::kInfo;
+    Action action = Action::kFacilityTicket;
+    std::string why;
+    if (own) {
+      if ((fatal && t > *fatal) || (crit && t > *crit)) {
+        sev = Severity::kCritical;
+      } else if (t > warn_at) {
+        sev = Severity::kWarning;
+      }
+      why = "above its threshold " + Num(sev == Severity::kCritical ? (crit ? *crit : *fatal) : warn_at) + " C";
+    } else if (t > options_.inlet_max_c) {
+      sev = Severity::kWarning;
+      why = "above the default limit " + Num(options_.inlet_max_c) + " C (the sensor has no thresholds)";
+      if (health == "OK") {
+        sev = Severity::kInfo;  // the BMC calls it healthy: a note, not a ticket
+        action = Action::kMonitor;
+        why += "; the BMC calls it healthy";
+      }
+    }
+    // The BMC's own verdict on the sensor counts even without thresholds.
+    if (health == "Critical" && sev < Severity::kCritical) {
+      sev = Severity::kCritical;
+      action = Action::kFacilityTicket;
+      why = "reported Critical by the BMC";
+    } else if (health == "Warning" && sev < Severity::kWarning) {
+      sev = Severity::kWarning;
+      action = Action::kFacilityTicket;
+      why = "reported Warning by the BMC";
+    }
+    if (sev > Severity::kInfo || action == Action::kMonitor) {
+      book_.Raise(key, obs, obs.component, FaultClass::kThermalInlet, sev, action,
+                  action == Action::kMonitor ? 0.3 : 0.85,
+                  "inlet " + obs.component.Id() + " at " + Num(t) + " C " + why);
+    } else if (t <= warn_at - options_.hysteresis_c && health != "Warning" && health != "Critical") {
       book_.Clear(key, obs);
     }
   }
 
+  static std::string Num(double v) {
+    std::string s = std::to_string(v);
+    s.erase(s.find_last_not_of('0') + 1);
+    if (!s.empty() && s.back() == '.') s.pop_back();
+    return s;
+  }
+
   // A failed fan is a part to replace; a failed pump belongs to the cooling plant.
+  // An empty slot (State Absent) is no part at all, whatever its Health says.
   void ObservePart(const Observation& obs, const std::string& part, Action action) {
     const std::string health = OobAttr(obs, "health");
     const std::string state = OobAttr(obs, "state");
-    const std::string key = part + ":" + obs.component.Id();
+    if (state == "Absent" || OobAttr(obs, "present") == "false") return;
+    const std::string key = part + ":" + OobPartKey(obs.component);
     if (health == "Critical" || state == "UnavailableOffline") {
       book_.Raise(key, obs, obs.component, FaultClass::kCoolingDegraded, Severity::kCritical, action, 0.85,
                   part + " " + obs.component.Id() + " failed (" + state + "/" + health + ")");
@@ -93,7 +145,8 @@ class OobThermalDetector final : public Detector {
   void ObserveCoolant(const Observation& obs) {
     const std::string point = OobAttr(obs, "point");
     if (!obs.value || (point != "return" && point != "delta")) return;
-    const std::string key = "coolant:" + obs.component.Id() + ":" + point;
+    if (obs.attrs.count("quirk")) return;
+    const std::string key = "coolant:" + OobPartKey(obs.component) + ":" + point;
     auto& hist = history_[key];
     const int64_t now = SortTimeNs(obs);
     hist.push_back({now, *obs.value});
@@ -113,7 +166,7 @@ class OobThermalDetector final : public Detector {
   }
 
   void ObserveLeak(const Observation& obs) {
-    const std::string key = "leak:" + obs.component.Id();
+    const std::string key = "leak:" + OobPartKey(obs.component);
     const double level = obs.value.value_or(-1);
     if (level >= 1) {
       book_.Raise(key, obs, obs.component, FaultClass::kCoolantLeak,
@@ -140,6 +193,12 @@ class OobThermalDetector final : public Detector {
   OobOptions options_;
   OobFindingBook book_;
   std::map<std::string, std::deque<std::pair<int64_t, double>>> history_;
+  // Per inlet sensor: the thresholds and Health its fullest resource reported.
+  struct SensorLimits {
+    std::optional<double> noncrit, crit, fatal;
+    std::string health;
+  };
+  std::map<std::string, SensorLimits> limits_;
 };
 
 }  // namespace

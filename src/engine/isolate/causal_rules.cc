@@ -32,6 +32,14 @@ constexpr std::string_view kNvswitchLinks = "an NVSwitch fault shows as errors o
 constexpr std::string_view kIbSlow = "IB symbol errors, link recovery or a downed port cut inter-node bandwidth";
 constexpr std::string_view kAerOffBus =
     "XID 79 (fallen off the bus) with AER errors on its upstream port: the link failed";
+constexpr std::string_view kSupplyOffBus =
+    "a supply that loses its input (SEL/Redfish AC lost, input lost, input out of range) drops the GPUs it feeds "
+    "off the bus within a second or two: one power fault, the GPUs are not at fault";
+constexpr std::string_view kSupplyLinkDown =
+    "a supply that loses its input takes the links of the devices it feeds down (surprise down) at the same moment";
+constexpr std::string_view kLinkKillsApp =
+    "after a fatal PCIe error on a GPU's link (surprise down, completion timeout, recovery failed) the program on "
+    "that GPU sees XID 31/13/43 and the driver fails to reach it (XID 79/62/109)";
 constexpr std::string_view kRemapDbe =
     "on GPUs with row remapping a DBE triggers a remap; pending until reset, the remap state decides (SIGNALS)";
 constexpr std::string_view kSbeBeforeDbe = "SBEs that precede a DBE on the same GPU are part of the same memory fault";
@@ -40,6 +48,11 @@ constexpr std::string_view kHwKillsApp =
     "after a GPU hardware fault (XID 48/63/64/79/94/95/119) the program on that GPU sees XID 13/31/43";
 constexpr std::string_view kOffBusDriver = "after a GPU falls off the bus the driver fails to talk to it";
 constexpr std::string_view kGpuStall = "a GPU that faults or is lost stalls the collectives of the job using it";
+
+constexpr int64_t kSupplyWindowNs = 2LL * 1'000'000'000;  // "within a second or two"
+// The kernel may print a link's AER lines just after the driver's "fallen off the bus";
+// a link first seen degraded later than this after the fall is the fall's consequence.
+constexpr int64_t kLinkLagNs = 1LL * 1'000'000'000;
 
 constexpr std::array kRules{
     // Physical power: input sag -> PSU -> capacity -> power brake -> slow steps.
@@ -72,7 +85,48 @@ constexpr std::array kRules{
     CausalRule{kNvswitchFault, kSlowdown, Relation::kNode, false, Severity::kInfo, {}, kNvlinkSlow},
     CausalRule{kIbLinkErrors, kSlowdown, Relation::kNode, false, kWarn, {}, kIbSlow},
     CausalRule{kIbLinkDown, kSlowdown, Relation::kNode, false, Severity::kInfo, {}, kIbSlow},
-    CausalRule{kPcieLinkDegraded, kGpuFellOffBus, Relation::kAttached, false, Severity::kInfo, {}, kAerOffBus},
+    CausalRule{
+        kPcieLinkDegraded, kGpuFellOffBus, Relation::kAttached, false, Severity::kInfo, {}, kAerOffBus, 0, kLinkLagNs},
+    // A fatal link error explains what the program and the driver saw on the GPU behind it.
+    CausalRule{kPcieLinkDegraded,
+               kUserApplication,
+               Relation::kAttached,
+               false,
+               Severity::kCritical,
+               {},
+               kLinkKillsApp,
+               0,
+               kLinkLagNs},
+    CausalRule{kPcieLinkDegraded,
+               kDriverFault,
+               Relation::kAttached,
+               false,
+               Severity::kCritical,
+               {},
+               kLinkKillsApp,
+               0,
+               kLinkLagNs},
+    // A supply losing its input, then GPUs off the bus within seconds: one power fault.
+    CausalRule{
+        kPowerSupply, kGpuFellOffBus, Relation::kNode, false, Severity::kInfo, {}, kSupplyOffBus, kSupplyWindowNs},
+    CausalRule{kVoltageOutOfRange,
+               kGpuFellOffBus,
+               Relation::kNode,
+               false,
+               Severity::kInfo,
+               {},
+               kSupplyOffBus,
+               kSupplyWindowNs},
+    CausalRule{
+        kPowerSupply, kPcieLinkDegraded, Relation::kNode, false, Severity::kInfo, {}, kSupplyLinkDown, kSupplyWindowNs},
+    CausalRule{kVoltageOutOfRange,
+               kPcieLinkDegraded,
+               Relation::kNode,
+               false,
+               Severity::kInfo,
+               {},
+               kSupplyLinkDown,
+               kSupplyWindowNs},
     // One memory fault, one diagnosis.
     CausalRule{kRowRemapPending, kHbmUncorrectable, Relation::kSameComponent, false, Severity::kInfo, {}, kRemapDbe},
     CausalRule{kRowRemapExhausted, kHbmUncorrectable, Relation::kSameComponent, false, Severity::kInfo, {}, kRemapDbe},

@@ -37,6 +37,15 @@ struct CausalRule {
   // if the GPU layer, where the power brake would show, was not observed.
   std::optional<Layer> only_if_blind;
   std::string_view fact;
+  // When set, the symptom must begin within this long of the cause's start (either side,
+  // widened only by the findings' own declared clock uncertainty, not the default skew):
+  // a supply losing its input drops the GPUs it feeds within a second or two, never ten
+  // minutes later.
+  int64_t within_ns = 0;
+  // When set, the cause must be seen no later than this after the symptom began (print
+  // order of one incident), whatever the default skew allows: a link read at width 0 or
+  // down only after its GPU fell off is the GPU's absence, not the fall's cause.
+  int64_t cause_lag_ns = 0;
 };
 
 std::span<const CausalRule> CausalRules();

@@ -200,10 +200,26 @@ bool RelationHolds(Relation relation, const Node& cause, const Node& symptom) {
   return false;
 }
 
+// A rule with its own window: the symptom starts within `within_ns` of the cause's start,
+// either side, and the cause is seen no later than `cause_lag_ns` after the symptom, each
+// widened by the findings' declared clock uncertainty only. Unknown times line up
+// (absence of a time is not evidence against).
+bool WithinRuleWindow(const CausalRule& rule, const Node& cause, const Node& symptom) {
+  if (cause.first_ns == 0 || symptom.first_ns == 0) return true;
+  if (rule.cause_lag_ns > 0 &&
+      cause.first_ns > SatAdd(symptom.first_ns, SatAdd(rule.cause_lag_ns, SatAdd(cause.skew_ns, symptom.skew_ns)))) {
+    return false;
+  }
+  if (rule.within_ns <= 0) return true;
+  const int64_t slack = SatAdd(rule.within_ns, SatAdd(cause.skew_ns, symptom.skew_ns));
+  return symptom.first_ns >= SatSub(cause.first_ns, slack) && symptom.first_ns <= SatAdd(cause.first_ns, slack);
+}
+
 const CausalRule* MatchingRule(const Node& cause, const Node& symptom, const IsolateInput& input) {
   for (const CausalRule& rule : CausalRules()) {
     if (rule.cause != cause.fault_class || rule.symptom != symptom.fault_class) continue;
     if (cause.severity < rule.min_severity) continue;
+    if (!WithinRuleWindow(rule, cause, symptom)) continue;
     if (rule.only_if_blind && input.layers_with_data.contains(*rule.only_if_blind)) continue;
     if (RelationHolds(rule.relation, cause, symptom)) return &rule;
   }

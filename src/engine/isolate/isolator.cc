@@ -78,30 +78,4 @@ std::vector<Diagnosis> Isolate(const IsolateInput& input, const IsolateOptions& 
   return out;
 }
 
-namespace {
-bool InWindow(int64_t first, int64_t last, int64_t since_ns, int64_t until_ns) {
-  if (first == 0) return true;  // unknown time: keep rather than silently lose evidence
-  const int64_t end = std::max(first, last);
-  return (since_ns == 0 || end >= since_ns) && (until_ns == 0 || first <= until_ns);
-}
-}  // namespace
-
-IsolateInput MakeWindowInput(const std::vector<Finding>& findings, const std::vector<Observation>& observations,
-                             int64_t since_ns, int64_t until_ns, bool slowdown_reported) {
-  IsolateInput input;
-  input.slowdown_reported = slowdown_reported;
-  for (const Finding& f : findings) {
-    if (!InWindow(f.first_ns, f.last_ns, since_ns, until_ns)) continue;
-    input.findings.push_back(f);
-    input.layers_with_data.insert(f.layer);
-  }
-  for (const Observation& o : observations) {
-    const int64_t t = SortTimeNs(o);
-    if (!InWindow(t, t, since_ns, until_ns)) continue;
-    input.observations.push_back(o);
-    input.layers_with_data.insert(o.layer);
-  }
-  return input;
-}
-
 }  // namespace faultline

@@ -46,12 +46,7 @@ struct IsolateInput {
 // diagnosis carries the ruled-out layers; a layer is ruled out only when it had data.
 std::vector<Diagnosis> Isolate(const IsolateInput& input, const IsolateOptions& options = {});
 
-// Builds the input for "why was this node slow between since and until?" from stored
-// records (`faultline why-slow`): keeps findings whose span overlaps [since_ns, until_ns]
-// and observations inside it, and marks as having data every layer with at least one
-// observation or finding in the window. A bound of 0 means open. symptom_ns is left
-// unset (the workload findings carry the slowdown's time).
-IsolateInput MakeWindowInput(const std::vector<Finding>& findings, const std::vector<Observation>& observations,
-                             int64_t since_ns, int64_t until_ns, bool slowdown_reported);
+// The input is built by BuildIsolateInput (engine/isolate/input.h), the one path the
+// agent, offline `diagnose` and `why-slow` share.
 
 }  // namespace faultline

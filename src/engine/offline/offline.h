@@ -1,6 +1,6 @@
 // Offline analysis (DESIGN.md "one-shot diagnostician over saved logs"): the glue between
 // observations read from saved snapshots of any layer and the isolator. Every observation
-// goes through the same detectors the agent runs (kernel, GPU, OOB, fabric), in time
+// goes through the same detectors the agent runs (all_detectors.h), in time
 // order, and the findings plus the layers that had data become the isolator's input.
 //
 // Pure functions: no I/O, nothing printed; thread-compatible.
@@ -14,6 +14,7 @@
 
 #include "core/inventory.h"
 #include "core/types.h"
+#include "engine/detect/all_detectors.h"
 #include "engine/detect/detector.h"
 #include "engine/isolate/isolator.h"
 #include "parse/topology.h"
@@ -24,9 +25,10 @@ struct OfflineOptions {
   // The operator's topology, for the fabric detectors (switch ports, cables, risers).
   // Not owned; may be null; must outlive the call.
   const Topology* topology = nullptr;
-  // GPU identities known beforehand (`--gpu-map`). The GPUs that snapshots describe
-  // (components of type gpu carrying a "bdf" key, e.g. NVML's) are added to it, so a
-  // kernel-log line naming a PCI bus id lands on the same gpu/<index> as NVML's readings.
+  // GPU identities known beforehand (`--gpu-map`). What the observations say about GPU
+  // identity (NVML / dcgm-exporter readings, the kernel log's identity lines: see
+  // engine/detect/gpu_identity.h) is added to it, so a kernel-log line naming a PCI bus
+  // id lands on the same gpu/<index> as NVML's readings.
   Inventory inventory;
   // Keep only observations inside [since_ns, until_ns]; undated ones (time 0: plain dmesg
   // without a boot time) cannot be placed and are always kept.
@@ -37,16 +39,13 @@ struct OfflineOptions {
   std::set<Layer> layers_read;
 };
 
-// The detector set the agent runs, in the agent's order: kernel, GPU, OOB, fabric.
-std::vector<std::unique_ptr<Detector>> MakeAllDetectors(const Topology* topology, Inventory inventory = {});
-
-// Feeds `observations` (any order, any mix of layers and snapshots) to a fresh detector
-// set in time order (stable: same-time and undated observations keep their input order)
-// and returns the isolator's input: every detector's findings, as context (what rules
-// layers out) the latest observation in the window of each (component, kind) plus every
-// workload step time, as the agent gives it, layers_with_data = layers_read plus every
-// layer that had an observation or a finding, and the slowdown verdict when workload
-// step times are among the observations.
+// Feeds `observations` (any order, any mix of layers and snapshots) in time order
+// (stable: same-time and undated observations keep their input order) to an
+// IsolateContext and to a fresh set of the agent's detectors (MakeAllDetectors, sharing
+// the context's inventory, which starts from options.inventory), and returns
+// BuildIsolateInput of their findings and context (engine/isolate/input.h: the same
+// builder the agent and why-slow use), with layers_with_data = layers_read plus every
+// layer that had an observation or a finding.
 IsolateInput BuildOfflineInput(std::vector<Observation> observations, const OfflineOptions& options);
 
 }  // namespace faultline

@@ -5,7 +5,8 @@
 #include <optional>
 
 #include "core/json.h"
-#include "sources/dcgm_exporter/dcgm_map.h"
+#include "parse/dcgm_map.h"
+#include "parse/log_line.h"
 
 namespace faultline {
 namespace {
@@ -25,18 +26,32 @@ std::string_view LineAt(std::string_view text, size_t begin) {
   return text.substr(begin, nl == std::string_view::npos ? std::string_view::npos : nl - begin);
 }
 
-// dmesg prefixes lines with "[    1.234567]" (or "[Tue Mar 14 10:02:03 2025]" with -T),
-// which also starts with '[': a JSON array never has a bare capital or "<digits>.<digits>]".
-bool LooksLikeDmesgPrefix(std::string_view line) {
+// A first line starting with '[' is a JSON array or a kernel log: dmesg stamps
+// ("[    1.234567] ", "[Tue Mar 14 10:02:03 2025] ", "[  +0.000844] ", "[Feb23 16:24] "), or
+// a bare kernel message such as "[drm] Initialized ...". A JSON array's first element
+// starts with one of {["-0-9 or a literal, or the line holds only the bracket.
+bool LooksLikeKernelLine(std::string_view line) {
+  switch (ParseLogLine(line, 0).format) {
+    case LogFormat::kDmesg:
+    case LogFormat::kDmesgCtime:
+    case LogFormat::kDmesgReltime:
+      return true;
+    default:
+      break;
+  }
   size_t i = 1;
-  while (i < line.size() && line[i] == ' ') ++i;
-  if (i < line.size() && line[i] >= 'A' && line[i] <= 'Z') return true;
-  const size_t digits = i;
-  while (i < line.size() && IsDigit(line[i])) ++i;
-  if (i == digits || i >= line.size() || line[i] != '.') return false;
-  ++i;
-  while (i < line.size() && IsDigit(line[i])) ++i;
-  return i < line.size() && line[i] == ']';
+  while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+  if (i >= line.size()) return false;  // "[" alone: a pretty-printed array
+  const char c = line[i];
+  if (c == '{' || c == '[' || c == '"' || c == ']' || c == '-' || IsDigit(c)) return false;
+  const std::string_view rest = line.substr(i);
+  for (std::string_view literal : {"true", "false", "null"}) {
+    if (rest.starts_with(literal)) {
+      const size_t end = literal.size();
+      if (end == rest.size() || rest[end] == ',' || rest[end] == ']' || rest[end] == ' ') return false;
+    }
+  }
+  return true;
 }
 
 // Where the object or array starting at text[begin] ends, found without parsing, so
@@ -211,6 +226,10 @@ class JsonSnapshotReader {
   }
 
   bool AddObservation(const Json& j, const std::string& node, const std::string& where) {
+    if (out_.observations.size() >= options_.max_observations) {
+      ++out_.dropped;  // over the caller's budget: counted, not decoded
+      return true;
+    }
     Result<Observation> o = DecodeObservation(j);
     if (!o.ok()) {
       Reject(where + ": " + Clean(o.status().message()));
@@ -271,6 +290,10 @@ Result<Snapshot> ParsePrometheus(std::string_view text, const SnapshotOptions& o
   for (std::string& w : mapped.warnings) warn(std::move(w));
   if (mapped.observations.empty()) warn("no DCGM_FI_DEV_* series faultline reads: not a dcgm-exporter scrape?");
   snap.observations = std::move(mapped.observations);
+  if (snap.observations.size() > options.max_observations) {
+    snap.dropped = snap.observations.size() - options.max_observations;
+    snap.observations.resize(options.max_observations);
+  }
   for (const Observation& o : snap.observations) snap.sources.insert(o.source);
   return snap;
 }
@@ -295,7 +318,7 @@ SnapshotFormat SniffSnapshot(std::string_view head) {
   if (start >= head.size()) return SnapshotFormat::kKernelLog;
   const std::string_view line = LineAt(head, start);
   if (line[0] == '{') return SnapshotFormat::kJson;
-  if (line[0] == '[') return LooksLikeDmesgPrefix(line) ? SnapshotFormat::kKernelLog : SnapshotFormat::kJson;
+  if (line[0] == '[') return LooksLikeKernelLine(line) ? SnapshotFormat::kKernelLog : SnapshotFormat::kJson;
   if (line.starts_with("# HELP ") || line.starts_with("# TYPE ") || line.starts_with("DCGM_FI_")) {
     return SnapshotFormat::kPrometheus;
   }

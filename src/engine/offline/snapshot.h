@@ -37,7 +37,9 @@ std::string_view ToString(SnapshotFormat format);
 
 // Decides from the first bytes of an input (a few KiB is plenty; the whole input works
 // too). Skips a UTF-8 BOM and leading blank space. '{' = JSON; '[' = JSON unless the
-// first line reads like a dmesg timestamp ("[  12.345678] ..." or "[Tue Mar ..."); a
+// first line reads as a kernel log line (a dmesg stamp of any form: "[  12.345678] ...",
+// "[Tue Mar ...] ...", "[  +0.000844] ...", or a bare message like "[drm] ..." whose
+// bracket is not followed by a JSON value); a
 // first line starting "# HELP", "# TYPE" or "DCGM_FI_" = Prometheus; anything else is
 // a kernel log (the historical input, whose reader copes with any bytes).
 SnapshotFormat SniffSnapshot(std::string_view head);
@@ -47,6 +49,9 @@ struct SnapshotOptions {
   int64_t scrape_time_ns = 0;  // stamps Prometheus samples without their own timestamp (0 = undated)
   int max_json_depth = 32;     // deeper JSON values are skipped unparsed (snapshots nest 5 levels)
   size_t max_warnings = 20;    // damage reports kept verbatim; the rest are counted in one line
+  // Observations kept at most (the caller's share of a total across files); the rest are
+  // counted in Snapshot::dropped, never parsed into memory all at once.
+  size_t max_observations = SIZE_MAX;
   PromParseOptions prometheus;
 };
 
@@ -57,6 +62,7 @@ struct Snapshot {
   std::vector<std::string> warnings;  // damage found, with the byte offset or line where it matters
   uint64_t records = 0;               // JSON values (or Prometheus samples) read
   uint64_t rejected = 0;              // records, lines or observations that could not be used
+  uint64_t dropped = 0;               // good observations past SnapshotOptions::max_observations
 };
 
 // Parses `text` in the given format (kJson or kPrometheus). Errors: kInvalidArgument for

@@ -227,22 +227,36 @@ Result<FakeSysfsTree> FakeSysfsTree::Create(const std::string& root_dir, const F
       if (Status s = t.WriteRootTotals(d.bdf); !s.ok()) return s;
     }
     if (!d.ib_device.empty()) {
-      const std::string ib = t.root_ + "/sys/class/infiniband/" + d.ib_device;
-      if (Status s = Symlink("../../.." + d.dir.substr(4), ib + "/device"); !s.ok()) return s;
-      const std::string port = ib + "/ports/1";
-      const bool eth = ethernet[i];
-      if (Status s = Write(port + "/link_layer", eth ? "Ethernet\n" : "InfiniBand\n"); !s.ok()) return s;
-      if (Status s = t.SetIbState(d.ib_device, 4, 5); !s.ok()) return s;
-      if (Status s = t.SetIbRate(d.ib_device, eth ? "200 Gb/sec (4X HDR)" : options.ib_rate); !s.ok()) return s;
-      for (const char* c : kIbCounterFiles) {
-        if (Status s = t.SetIbCounter(d.ib_device, c, 0); !s.ok()) return s;
-      }
-      for (const char* c : kHwCounterFiles) {
-        if (Status s = Write(port + "/hw_counters/" + c, "0\n"); !s.ok()) return s;
-      }
+      if (Status s = t.WriteIbDevice(d, ethernet[i], options); !s.ok()) return s;
     }
   }
   return t;
+}
+
+Status FakeSysfsTree::WriteIbDevice(const FakePcieDevice& d, bool eth, const FakeSysfsOptions& options) {
+  const std::string ib = root_ + "/sys/class/infiniband/" + d.ib_device;
+  if (Status s = Symlink("../../.." + d.dir.substr(4), ib + "/device"); !s.ok()) return s;
+  const std::pair<const char*, std::string> ids[] = {{"hca_type", eth ? "MT4125" : options.hca_type},
+                                                     {"board_id", eth ? "MT_0000000910" : options.board_id},
+                                                     {"fw_ver", eth ? "22.41.1000" : options.fw_ver}};
+  for (const auto& [name, value] : ids) {
+    if (value.empty()) continue;
+    if (Status s = Write(ib + "/" + name, value + "\n"); !s.ok()) return s;
+  }
+  const int ports = eth ? 1 : std::max(1, options.ib_ports_per_hca);
+  for (int port = 1; port <= ports; ++port) {
+    const std::string dir = IbPortDir(d.ib_device, port);
+    if (Status s = Write(dir + "/link_layer", eth ? "Ethernet\n" : "InfiniBand\n"); !s.ok()) return s;
+    if (Status s = SetIbState(d.ib_device, 4, 5, port); !s.ok()) return s;
+    if (Status s = SetIbRate(d.ib_device, eth ? "200 Gb/sec (4X HDR)" : options.ib_rate, port); !s.ok()) return s;
+    for (const char* c : kIbCounterFiles) {
+      if (Status s = SetIbCounter(d.ib_device, c, 0, port); !s.ok()) return s;
+    }
+    for (const char* c : kHwCounterFiles) {
+      if (Status s = Write(dir + "/hw_counters/" + c, "0\n"); !s.ok()) return s;
+    }
+  }
+  return Status::Ok();
 }
 
 const FakePcieDevice* FakeSysfsTree::Find(std::string_view bdf) const {

@@ -10,7 +10,8 @@
 // carries the 4 NVSwitches; one Ethernet NIC hangs directly off an extra root port of each
 // root complex. GPUs and HCAs are Gen5 x16, NVSwitches Gen4 x4, IB ports ACTIVE/LinkUp at
 // 400 Gb/s (4X NDR). Each IB port also has a hw_counters/ directory the collector must
-// never read.
+// never read. Ethernet (RoCE) NICs have link_layer "Ethernet" at 200 Gb/s and their own
+// hca_type/board_id.
 //
 // The setters rewrite the files at once (between two samples). Thread-compatible.
 #pragma once
@@ -33,6 +34,12 @@ struct FakeSysfsOptions {
   int root_complexes = 2;
   int switches_per_root_complex = 2;
   std::string ib_rate = "400 Gb/sec (4X NDR)";
+  int ib_ports_per_hca = 1;  // ports 1..N under each InfiniBand HCA (all ACTIVE at ib_rate)
+  // Identity files of the InfiniBand HCAs (/sys/class/infiniband/<dev>/{hca_type,board_id,
+  // fw_ver}); "" leaves the file out, as some drivers do. Ethernet NICs get their own.
+  std::string hca_type = "MT4129";
+  std::string board_id = "MT_0000000900";
+  std::string fw_ver = "28.41.1000";
 };
 
 // One PCIe function the generator created.
@@ -86,6 +93,7 @@ class FakeSysfsTree {
     std::map<std::string, std::vector<std::pair<std::string, uint64_t>>> by_severity;
   };
   Status WriteAer(const FakePcieDevice& d);
+  Status WriteIbDevice(const FakePcieDevice& d, bool eth, const FakeSysfsOptions& options);
   Status WriteRootTotals(const std::string& root_port);
   std::string IbPortDir(std::string_view device, int port) const;
 

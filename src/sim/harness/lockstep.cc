@@ -9,6 +9,7 @@
 
 #include "core/clock.h"
 #include "core/inventory.h"
+#include "sim/harness/workdir.h"
 
 namespace faultline::sim {
 namespace {
@@ -113,6 +114,13 @@ bool ClassAndComponent(const Diagnosis& d, const Truth& truth, const SimNode& no
   return d.fault_class == truth.fault_class && NamesTheFaultyPart(d.component, truth, node);
 }
 
+// The first tick after `i` at which the agent has something due.
+int64_t NextTick(const daemon::Agent& agent, int64_t i, int64_t mono0_ns, int64_t tick_ns) {
+  const int64_t due = agent.NextDueNs() - mono0_ns;
+  const int64_t at = due <= 0 ? 0 : (due + tick_ns - 1) / tick_ns;  // round up onto the grid
+  return std::max(i + 1, at);
+}
+
 }  // namespace
 
 bool ComponentMatches(const ComponentRef& c, const std::vector<std::string>& truth, const SimNode& node) {
@@ -168,12 +176,35 @@ daemon::AgentConfig SimAgentConfig(const SimNode& node, const LockstepOptions& o
   return c;
 }
 
-Result<ScenarioRun> RunScenarioLockstep(const NodeScenario& scenario, const LockstepOptions& o) {
+namespace {
+
+// The run's options with the scenario's own agent schedule, when it states one.
+LockstepOptions WithSchedule(LockstepOptions o, const NodeScenario& scenario) {
+  if (scenario.agent) {
+    o.tick_s = scenario.agent->tick_s;
+    o.fast_interval_s = scenario.agent->fast_interval_s;
+    o.sample_interval_s = scenario.agent->sample_interval_s;
+    o.redfish_interval_s = scenario.agent->redfish_interval_s;
+  }
+  return o;
+}
+
+}  // namespace
+
+Result<ScenarioRun> RunScenarioLockstep(const NodeScenario& scenario, const LockstepOptions& options) {
   const auto wall_start = std::chrono::steady_clock::now();
+  const LockstepOptions o = WithSchedule(options, scenario);
   if (o.nvml_library.empty()) return Status(StatusCode::kNotFound, "simulator: fake NVML library not found");
-  const std::string dir = o.workdir + "/" + scenario.name;
-  std::error_code ec;
-  fs::remove_all(dir, ec);
+  // A fresh directory of the run's own (o.workdir holds other runs, maybe user files):
+  // removed on every way out unless kept, after the node and the agent (declared later,
+  // destroyed first) have closed their files.
+  auto made = MakeUniqueDir(o.workdir, scenario.name);
+  if (!made.ok()) return made.status();
+  const std::string dir = *made;
+  struct RemoveOnExit {
+    RunDir dir;
+    ~RemoveOnExit() { RemoveIfCreated(dir); }
+  } cleanup{RunDir{dir, !o.keep_workdir}};
   FakeClock clock(kEpochNs, kUptimeNs);
   SimNodeOptions so{.workdir = dir, .time = {kEpochNs, kUptimeNs, 1.0}, .tick_s = o.tick_s};
   auto node = SimNode::Create(scenario, so);
@@ -194,9 +225,19 @@ Result<ScenarioRun> RunScenarioLockstep(const NodeScenario& scenario, const Lock
   double tick_ms_sum = 0;
   int64_t ticks_evaluated = 0;
   const int64_t ticks = static_cast<int64_t>(scenario.duration_s / o.tick_s);
-  for (int64_t i = 0; i <= ticks; ++i) {
+  const int64_t tick_ns = Ns(o.tick_s);
+  const int64_t mono0_ns = clock.MonotonicNs();
+  // Event-driven on the lockstep's tick grid: the loop visits only the ticks at which the
+  // agent has a poll or an evaluation due, the first tick at or after Agent::NextDueNs().
+  // A tick where nothing is due did nothing before but move the node, and the agent reads
+  // the node only when it polls: the node is moved (its model still stepping every
+  // tick_s) to each visited tick, so every poll sees what it saw at that time when every
+  // tick was visited, and the results are the same, for a fraction of the work.
+  for (int64_t i = 0, prev = 0; i <= ticks;
+       prev = i, i = o.skip_idle_ticks ? NextTick(**agent, i, mono0_ns, tick_ns) : i + 1) {
     const double t = static_cast<double>(i) * o.tick_s;
-    if (i > 0) clock.Advance(Ns(o.tick_s));
+    clock.Advance((i - prev) * tick_ns);
+    ++run.ticks_visited;
     (void)(*node)->AdvanceTo(t);  // failures are counted in the node's stats
     bool evaluated = false;
     const auto tick_start = std::chrono::steady_clock::now();
@@ -248,7 +289,7 @@ Result<ScenarioRun> RunScenarioLockstep(const NodeScenario& scenario, const Lock
     run.final_correct_component = NamesTheFaultyPart(d.component, scenario.truth, **node);
   }
   node->reset();
-  if (!o.keep_workdir) fs::remove_all(dir, ec);
+  if (o.keep_workdir) run.workdir = dir;
   run.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return run;
 }

@@ -1,10 +1,13 @@
 // Runs one scenario end to end: the simulated node (sim/node) serving its interfaces,
-// and the real agent (daemon/agent.h) reading them, in lockstep on a FakeClock. Each
-// tick the node moves forward, then the agent polls whatever sources are due and
-// evaluates, exactly as its threads would on that schedule. The primary diagnosis is
+// and the real agent (daemon/agent.h) reading them, in lockstep on a FakeClock. At each
+// tick where the agent has something due the node moves forward, then the agent polls
+// whatever sources are due and evaluates, exactly as its threads would on that schedule;
+// ticks where nothing is due are skipped (the fake clock jumps), so idle simulated time
+// costs nothing. The primary diagnosis is
 // recorded every time it changes, and checked against the scenario's ground truth.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <ostream>
@@ -20,7 +23,8 @@
 namespace faultline::sim {
 
 struct LockstepOptions {
-  std::string workdir;       // scratch; one subdirectory per scenario
+  std::string workdir;       // existing parent; each run makes <workdir>/<name>-XXXXXX
+                             // (workdir.h) and removes only that, unless keep_workdir
   std::string nvml_library;  // the fake libnvidia-ml.so.1
   double tick_s = 0.25;      // lockstep resolution (the time-to-diagnosis figures are this fine)
   // The agent's schedule in the simulation (seconds).
@@ -28,6 +32,9 @@ struct LockstepOptions {
   double sample_interval_s = 5.0;  // NVML, sysfs
   double redfish_interval_s = 10.0;
   bool keep_workdir = false;
+  // Visit only the ticks where the agent has something due (the default; same results).
+  // false visits every tick, as the lockstep did before: tests compare the two.
+  bool skip_idle_ticks = true;
   std::ostream* agent_log = nullptr;  // the agent's log lines (warn and above); null = dropped
   // Called after each evaluation (the demo prints progress); may be empty.
   std::function<void(double t, const std::vector<Diagnosis>&)> on_evaluation;
@@ -40,6 +47,7 @@ struct DiagnosisChange {
 
 struct ScenarioRun {
   std::string name;
+  std::string workdir;  // the run's files, when kept (keep_workdir); "" when removed
   Truth truth;
   std::vector<DiagnosisChange> changes;  // the primary diagnosis each time it changed
   std::vector<Diagnosis> final_diagnoses;
@@ -52,6 +60,7 @@ struct ScenarioRun {
   daemon::AgentStats agent;
   SimNodeStats node;
   double wall_s = 0;
+  int64_t ticks_visited = 0;  // lockstep ticks that had a poll or evaluation due (the rest are skipped)
   // Real time the agent spent per lockstep tick that evaluated (its polls + evaluation):
   // what the simulated-clock latency does not include.
   double agent_tick_ms_mean = 0;

@@ -208,6 +208,21 @@ Status ParseNoise(const Json& j, NoiseSpec& n) {
   return Status::Ok();
 }
 
+Status ParseAgentSchedule(const Json& j, AgentSchedule& a) {
+  const std::string w = "agent";
+  FL_TRY(CheckKeys(j, w, {"fast_interval_s", "sample_interval_s", "redfish_interval_s", "tick_s"}));
+  FL_TRY(ReadNumber(j, "tick_s", w, 0.05, 10, a.tick_s));
+  FL_TRY(ReadNumber(j, "fast_interval_s", w, 0.05, 3600, a.fast_interval_s));
+  FL_TRY(ReadNumber(j, "sample_interval_s", w, 0.05, 3600, a.sample_interval_s));
+  FL_TRY(ReadNumber(j, "redfish_interval_s", w, 0.05, 3600, a.redfish_interval_s));
+  for (const auto& [key, v] : {std::pair<const char*, double>{"fast_interval_s", a.fast_interval_s},
+                               {"sample_interval_s", a.sample_interval_s},
+                               {"redfish_interval_s", a.redfish_interval_s}}) {
+    if (v < a.tick_s) return Bad(w + "." + key, "shorter than tick_s");
+  }
+  return Status::Ok();
+}
+
 Status ParseWorkload(const Json& j, WorkloadSpec& wl) {
   const std::string w = "workload";
   FL_TRY(CheckKeys(j, w, {"enabled", "step_s", "job"}));
@@ -302,10 +317,11 @@ Status ParseFault(const Json& j, size_t index, const NodeSpec& node, NodeFault& 
 }
 
 Status ParseTop(const Json& j, NodeScenario& sc) {
-  FL_TRY(CheckKeys(j, "scenario",
-                   {"name", "description", "duration_s", "seed", "node", "noise", "workload", "truth", "faults"}));
-  FL_TRY(ReadString(j, "name", "scenario", 128, sc.name));
-  if (sc.name.empty()) return Bad("scenario.name", "missing");
+  FL_TRY(CheckKeys(
+      j, "scenario",
+      {"name", "description", "duration_s", "seed", "node", "noise", "workload", "agent", "truth", "faults"}));
+  FL_TRY(ReadString(j, "name", "scenario", kMaxScenarioNameBytes, sc.name));
+  FL_TRY(CheckScenarioName(sc.name));
   FL_TRY(ReadString(j, "description", "scenario", 4096, sc.description));
   FL_TRY(ReadNumber(j, "duration_s", "scenario", 10, kMaxDurationS, sc.duration_s));
   double seed = 1;
@@ -314,6 +330,10 @@ Status ParseTop(const Json& j, NodeScenario& sc) {
   if (auto it = j.find("node"); it != j.end()) FL_TRY(ParseNode(*it, sc.node));
   if (auto it = j.find("noise"); it != j.end()) FL_TRY(ParseNoise(*it, sc.noise));
   if (auto it = j.find("workload"); it != j.end()) FL_TRY(ParseWorkload(*it, sc.workload));
+  if (auto it = j.find("agent"); it != j.end()) {
+    sc.agent.emplace();
+    FL_TRY(ParseAgentSchedule(*it, *sc.agent));
+  }
   auto truth = j.find("truth");
   if (truth == j.end()) return Bad("scenario.truth", "missing (every scenario states its ground truth)");
   FL_TRY(ParseTruth(*truth, sc.truth));
@@ -334,6 +354,25 @@ Status ParseTop(const Json& j, NodeScenario& sc) {
 #undef FL_TRY
 
 }  // namespace
+
+Status CheckScenarioName(std::string_view name) {
+  if (name.empty()) return Bad("scenario.name", "missing");
+  if (name.size() > kMaxScenarioNameBytes) {
+    return Bad("scenario.name", "longer than " + std::to_string(kMaxScenarioNameBytes) + " bytes");
+  }
+  // The name becomes a directory under the run's work directory: a path separator, "..",
+  // a control byte or a leading '.'/'-' (hidden file, option-like) could make it point
+  // elsewhere or mislead. The hostile name itself is not echoed back.
+  const auto plain = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+           c == '.';
+  };
+  if (name.front() == '.' || name.front() == '-' || !std::all_of(name.begin(), name.end(), plain)) {
+    return Bad("scenario.name",
+               "not a plain file name (letters, digits, '-', '_' and '.', not starting with '.' or '-'; no '/')");
+  }
+  return Status::Ok();
+}
 
 std::string_view ToString(NodeFaultKind kind) {
   for (const KindName& k : kKinds) {

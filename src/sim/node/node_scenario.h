@@ -49,6 +49,16 @@ struct WorkloadSpec {
   std::string job = "llm-pretrain";
 };
 
+// The agent's schedule in a lockstep run (seconds of scenario time). Absent from a
+// scenario: the lockstep's defaults (LockstepOptions). Multi-day cases state a schedule
+// closer to a deployed agent's, so a run costs what its polls and evaluations cost.
+struct AgentSchedule {
+  double fast_interval_s = 1;    // kmsg, workload and evaluation
+  double sample_interval_s = 5;  // NVML, sysfs
+  double redfish_interval_s = 10;
+  double tick_s = 0.25;  // lockstep and model resolution
+};
+
 // What a correct diagnosis says. `components` lists the ids that name the faulty part
 // (gpu/3, psu/PSU2, pcie/0000:1b:00.0, ...); any of them matches. Empty for none and
 // workload_imbalance.
@@ -122,12 +132,19 @@ struct NodeScenario {
   NodeSpec node;
   NoiseSpec noise;
   WorkloadSpec workload;
+  std::optional<AgentSchedule> agent;  // `agent:`; absent = the lockstep's defaults
   Truth truth;
   std::vector<NodeFault> faults;  // sorted by `at` (stable)
 };
 
 std::string_view ToString(NodeFaultKind kind);
 std::optional<NodeFaultKind> ParseNodeFaultKind(std::string_view name);
+
+// A scenario name is a plain file name: it names the run's work directory
+// (<workdir>/<name>-XXXXXX) and appears in reports. Letters, digits, '-', '_', '.', at most
+// kMaxScenarioNameBytes, not starting with '.' or '-'. kCorrupt naming "scenario.name" otherwise.
+constexpr size_t kMaxScenarioNameBytes = 128;
+Status CheckScenarioName(std::string_view name);
 
 Result<NodeScenario> ParseNodeScenario(std::string_view text);
 // Reads and parses a file (kNotFound / kCorrupt naming the path).

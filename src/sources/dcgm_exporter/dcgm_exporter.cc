@@ -3,7 +3,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "sources/dcgm_exporter/dcgm_map.h"
+#include "parse/dcgm_map.h"
 
 namespace faultline {
 

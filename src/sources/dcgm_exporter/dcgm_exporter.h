@@ -1,6 +1,6 @@
 // The dcgm-exporter source (DESIGN.md "Sources"): reads one scrape of an existing
 // dcgm-exporter /metrics endpoint, or a saved scrape file, and returns GPU-layer
-// observations (see dcgm_map.h for the mapping).
+// observations (the mapping is parse/dcgm_map.h; this source only fetches).
 //
 // Only the URL or file the operator gives is read: no discovery, no redirects. TLS
 // verification is on unless the operator turns it off. Not thread-safe per instance

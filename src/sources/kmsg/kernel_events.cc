@@ -1,6 +1,9 @@
 #include "sources/kmsg/kernel_events.h"
 
+#include <algorithm>
+
 #include "core/inventory.h"
+#include "parse/text.h"
 
 namespace faultline {
 namespace {
@@ -18,8 +21,8 @@ std::string NvswitchName(std::string_view driver, const std::string& bdf) {
   return bdf;
 }
 
-ComponentRef GpuByBdf(std::string_view printed) {
-  std::string bdf = NormalizeBdf(printed);
+// `bdf` is NormalizeBdf(printed) (empty when it does not read as one).
+ComponentRef GpuByBdf(std::string bdf, std::string_view printed) {
   if (bdf.empty()) bdf = Str(printed);
   ComponentRef ref{ComponentType::kGpu, bdf, {}};
   ref.keys["bdf"] = bdf;
@@ -30,7 +33,39 @@ void SetIf(std::map<std::string, std::string>& attrs, const char* key, std::stri
   if (!v.empty()) attrs[key] = Str(v);
 }
 
+// A list attribute grows with each continuation line, up to a bound (a hostile log may
+// repeat a detail line forever).
+void AppendAttr(std::string& list, std::string_view item, std::string_view sep) {
+  constexpr size_t kMaxAttrBytes = 1024;
+  if (list.size() + sep.size() + item.size() > kMaxAttrBytes) return;
+  if (!list.empty()) list += sep;
+  list += item;
+}
+
+// "[14] CmpltTO                (First)" -> "CmpltTO"; "" when the text is not an AER bit line.
+std::string_view AerBitName(std::string_view text) {
+  if (text.size() < 4 || text[0] != '[') return {};
+  size_t pos = 1;
+  while (pos < text.size() && text[pos] == ' ') ++pos;
+  const size_t digits = pos;
+  while (pos < text.size() && pos < digits + 2 && text[pos] >= '0' && text[pos] <= '9') ++pos;
+  if (pos == digits || pos >= text.size() || text[pos] != ']') return {};
+  std::string_view name = Trim(text.substr(pos + 1));
+  name = name.substr(0, std::min(name.find("  "), name.find(" (")));
+  return name;
+}
+
 }  // namespace
+
+std::string KernelEventAssembler::Bdf(std::string_view printed) {
+  // The same few devices repeat line after line (an AER burst, one GPU's XIDs).
+  for (const auto& [seen, bdf] : bdf_memo_) {
+    if (!seen.empty() && seen == printed) return bdf;
+  }
+  auto& slot = bdf_memo_[bdf_memo_next_++ % bdf_memo_.size()];
+  slot = {Str(printed), NormalizeBdf(printed)};
+  return slot.second;
+}
 
 Observation KernelEventAssembler::Base(const LogLine& line, std::string_view raw) const {
   Observation o;
@@ -52,38 +87,87 @@ void KernelEventAssembler::Flush(std::vector<Observation>& out) {
 
 bool KernelEventAssembler::MergeIntoPending(const KernelEvent& ev, std::string_view raw) {
   if (!pending_) return false;
-  const std::string bdf = NormalizeBdf(ev.device);
+  if (ev.type != KT::kAerBit && ev.type != KT::kAerStatus && ev.type != KT::kSxidDetail) return false;
+  const std::string bdf = Bdf(ev.device);
   if ((ev.type == KT::kAerBit || ev.type == KT::kAerStatus) && pending_->kind == ObsKind::kPcieAer &&
       pending_->component.name == bdf) {
-    if (ev.type == KT::kAerBit) {
-      std::string& errors = pending_->attrs["errors"];
-      if (!errors.empty()) errors += ',';
-      errors += Str(ev.detail);
-    }
-    pending_->raw += '\n';
-    pending_->raw += Str(raw.substr(0, options_.max_raw_bytes));
+    if (ev.type == KT::kAerBit) AppendAttr(pending_->attrs["errors"], ev.detail, ",");
+    AppendRaw(raw);
     return true;
   }
   if (ev.type == KT::kSxidDetail && pending_->kind == ObsKind::kSxid && pending_->code == ev.code &&
       pending_->component.keys["bdf"] == bdf) {
-    std::string& data = pending_->attrs["data"];
-    if (!data.empty()) data += "; ";
-    data += Str(ev.detail);
+    AppendAttr(pending_->attrs["data"], ev.detail, "; ");
     return true;
   }
   return false;
 }
 
 bool KernelEventAssembler::Feed(const LogLine& line, std::string_view raw, std::vector<Observation>& out) {
-  if (line.format == LogFormat::kKmsgContinuation) return false;
-  // Userspace programs in a syslog file may print anything; only kernel lines count.
+  if (line.format == LogFormat::kKmsgContinuation) return false;  // raw kmsg dictionary data
+  // Userspace programs in a syslog file may print anything (a health script re-logging
+  // the NVRM lines it found would double them); only kernel lines count.
   if (!line.tag.empty() && line.tag != "kernel") return false;
+  const bool nvrm = Contains(line.message, "NVRM:");
+  if (line.indented && AttachContinuation(line, raw, out)) return true;
   KernelEvent ev = ClassifyKernelMessage(line.message);
-  if (ev.type == KT::kNone) return false;
+  if (ev.type == KT::kNone && nvrm && !StartsWith(line.message, "NVRM:")) {
+    // "NVRM:" after a prefix nobody here knows (a pasted ticket, a relay's own stamp).
+    ev = ClassifyKernelMessage(line.message.substr(line.message.find("NVRM:")));
+  }
+  if (ev.type == KT::kNone) return AttachUnclassified(line, raw);
   if (MergeIntoPending(ev, raw)) return true;
   Flush(out);
   Emit(ev, line, raw, out);
   return true;
+}
+
+bool KernelEventAssembler::AttachContinuation(const LogLine& line, std::string_view raw,
+                                              std::vector<Observation>& out) {
+  const std::string_view text = Trim(line.message);
+  if (!fell_off_bdf_.empty() && lines_since_header_ <= 3 && Contains(text, "fallen off the bus")) {
+    // "NVRM: The NVIDIA GPU <bdf> (PCI ID: ...)" then, indented, "installed in this system
+    // has fallen off the bus ...": one event on the header's GPU.
+    Observation o = Base(line, raw);
+    o.text = Str(text);
+    o.kind = ObsKind::kGpuFellOffBus;
+    o.code = 79;
+    o.component = GpuByBdf(Bdf(fell_off_bdf_), fell_off_bdf_);
+    if (!fell_off_raw_.empty()) o.raw = fell_off_raw_ + "\n" + o.raw;
+    fell_off_bdf_.clear();
+    fell_off_raw_.clear();
+    Flush(out);
+    out.push_back(std::move(o));
+    return true;
+  }
+  if (!pending_ || pending_->kind != ObsKind::kPcieAer) return false;
+  // AER detail lines printed without the device prefix, under their header:
+  // "[14] CmpltTO  (First)", "TLP Header: ...", "device [10de:2330] error status/mask=...".
+  if (std::string_view bit = AerBitName(text); !bit.empty()) {
+    AppendAttr(pending_->attrs["errors"], bit, ",");
+  } else if (StartsWith(text, "TLP Header:")) {
+    pending_->attrs["tlp_header"] = Str(Trim(text.substr(11)));
+  } else if (!StartsWith(text, "device [")) {
+    return false;
+  }
+  AppendRaw(raw);
+  return true;
+}
+
+bool KernelEventAssembler::AttachUnclassified(const LogLine& line, std::string_view raw) {
+  // "<dev>: AER:   TLP Header: ..." belongs to that device's pending AER record.
+  if (!pending_ || pending_->kind != ObsKind::kPcieAer) return false;
+  const size_t tlp = line.message.find("TLP Header:");
+  if (tlp == std::string_view::npos || !Contains(line.message.substr(0, tlp), pending_->component.name)) return false;
+  pending_->attrs["tlp_header"] = Str(Trim(line.message.substr(tlp + 11)));
+  AppendRaw(raw);
+  return true;
+}
+
+void KernelEventAssembler::AppendRaw(std::string_view raw) {
+  if (pending_->raw.size() >= options_.max_raw_bytes * 4) return;  // evidence stays bounded
+  pending_->raw += '\n';
+  pending_->raw += Str(raw.substr(0, options_.max_raw_bytes));
 }
 
 void KernelEventAssembler::Finish(std::vector<Observation>& out) { Flush(out); }
@@ -110,7 +194,10 @@ void KernelEventAssembler::Emit(const KernelEvent& ev, const LogLine& line, std:
     case KT::kMlx5ModuleEvent:
     case KT::kMlx5LinkDown:
     case KT::kMlx5LinkUp:
+    case KT::kMlx5Health:
       EmitPcieEvent(ev, o, out);
+      return;
+    case KT::kSxidDetail:  // its SXid is not the pending record (switches interleave): switch data, never a program's
       return;
     default:
       EmitHostEvent(ev, o, out);
@@ -123,7 +210,7 @@ void KernelEventAssembler::EmitGpuEvent(const KernelEvent& ev, Observation& o, s
     case KT::kXid:
       o.kind = ev.code == 154 ? ObsKind::kXidRecoveryAction : ObsKind::kXid;
       o.code = ev.code;
-      o.component = ev.device.empty() ? HostComponent() : GpuByBdf(ev.device);
+      o.component = ev.device.empty() ? HostComponent() : GpuByBdf(Bdf(ev.device), ev.device);
       if (ev.pid != "<unknown>") SetIf(o.attrs, "pid", ev.pid);
       if (ev.process != "<unknown>") SetIf(o.attrs, "process", ev.process);
       if (ev.gpc >= 0) o.attrs["gpc"] = std::to_string(ev.gpc);
@@ -142,21 +229,24 @@ void KernelEventAssembler::EmitGpuEvent(const KernelEvent& ev, Observation& o, s
       out.push_back(std::move(o));
       return;
     case KT::kFellOffBusHeader:
-      fell_off_bdf_ = NormalizeBdf(ev.device);
+      fell_off_bdf_ = Bdf(ev.device);
+      fell_off_raw_ = o.raw;
       lines_since_header_ = 0;
       return;
     case KT::kFellOffBus: {
-      std::string bdf = ev.device.empty() && lines_since_header_ <= 3 ? fell_off_bdf_ : NormalizeBdf(ev.device);
+      std::string bdf = ev.device.empty() && lines_since_header_ <= 3 ? fell_off_bdf_ : Bdf(ev.device);
       o.kind = ObsKind::kGpuFellOffBus;
       o.code = 79;
-      o.component = bdf.empty() ? HostComponent() : GpuByBdf(bdf);
+      o.component = bdf.empty() ? HostComponent() : GpuByBdf(Bdf(bdf), bdf);
+      if (!fell_off_raw_.empty() && ev.device.empty()) o.raw = fell_off_raw_ + "\n" + o.raw;
       fell_off_bdf_.clear();
+      fell_off_raw_.clear();
       out.push_back(std::move(o));
       return;
     }
     case KT::kGpuUuid:
       o.kind = ObsKind::kGpuIdentity;
-      o.component = GpuByBdf(ev.device);
+      o.component = GpuByBdf(Bdf(ev.device), ev.device);
       o.attrs["uuid"] = o.text;
       last_uuid_bdf_ = o.component.name;
       out.push_back(std::move(o));
@@ -164,13 +254,13 @@ void KernelEventAssembler::EmitGpuEvent(const KernelEvent& ev, Observation& o, s
     case KT::kGpuSerial:
       if (last_uuid_bdf_.empty()) return;  // a serial we cannot place is not guessed onto a GPU
       o.kind = ObsKind::kGpuIdentity;
-      o.component = GpuByBdf(last_uuid_bdf_);
+      o.component = GpuByBdf(Bdf(last_uuid_bdf_), last_uuid_bdf_);
       o.attrs["serial"] = o.text;
       last_uuid_bdf_.clear();
       out.push_back(std::move(o));
       return;
     case KT::kSxid: {
-      const std::string bdf = NormalizeBdf(ev.device);
+      const std::string bdf = Bdf(ev.device);
       o.kind = ObsKind::kSxid;
       o.layer = Layer::kFabric;
       o.code = ev.code;
@@ -183,7 +273,7 @@ void KernelEventAssembler::EmitGpuEvent(const KernelEvent& ev, Observation& o, s
     }
     default:  // driver mismatch, RmInitAdapter failure
       o.kind = ObsKind::kDriverError;
-      o.component = ev.device.empty() ? HostComponent() : GpuByBdf(ev.device);
+      o.component = ev.device.empty() ? HostComponent() : GpuByBdf(Bdf(ev.device), ev.device);
       o.attrs["event"] = Str(ToString(ev.type));
       out.push_back(std::move(o));
       return;
@@ -191,13 +281,14 @@ void KernelEventAssembler::EmitGpuEvent(const KernelEvent& ev, Observation& o, s
 }
 
 void KernelEventAssembler::EmitPcieEvent(const KernelEvent& ev, Observation& o, std::vector<Observation>& out) {
-  const std::string bdf = NormalizeBdf(ev.device);
+  const std::string bdf = Bdf(ev.device);
   o.layer = Layer::kFabric;
   o.component = PcieComponent(bdf.empty() ? Str(ev.device) : bdf);
   SetIf(o.component.keys, "driver", ev.driver);
+  if (ev.driver == "mlx5_core") SetIf(o.component.keys, "netdev", ev.ifname);  // mlx5_0 / ibp12s0: names the NIC
   if (ev.type == KT::kAerReceived) {
     // The port's header line names the source device; remember who reported it.
-    const std::string source = NormalizeBdf(ev.source);
+    const std::string source = Bdf(ev.source);
     if (!source.empty()) {
       if (aer_port_of_.size() > 4096) aer_port_of_.clear();
       aer_port_of_[source] = o.component.name;
@@ -228,6 +319,10 @@ void KernelEventAssembler::EmitPcieEvent(const KernelEvent& ev, Observation& o, 
       break;
     case KT::kMlx5LinkDown:
       o.attrs["event"] = "link_down";
+      break;
+    case KT::kMlx5Health:  // firmware command timeouts, health poller, syndromes (kernel_line.h)
+      o.attrs["event"] = Str(ev.event);
+      SetIf(o.attrs, "detail", ev.detail);
       break;
     default:
       o.attrs["event"] = "link_up";

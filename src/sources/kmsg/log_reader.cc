@@ -2,7 +2,7 @@
 
 #include <hs.h>
 #include <zlib.h>
-#if defined(__SSE2__)
+#if defined(__SSE2__) && defined(__x86_64__)
 #include <emmintrin.h>
 #endif
 
@@ -19,26 +19,55 @@ namespace {
 // Every kernel message the classifier recognizes contains one of these. Keep in step with
 // parse/kernel_line.cc; tests check that each classified sample passes the prefilter.
 constexpr std::string_view kTriggers[] = {
-    "NVRM",    "SXid",           "AER",       "PCIe Bus Error", "error status/mask",
+    "NVRM",
+    "SXid",
+    "AER",
+    "PCIe Bus Error",
+    "error status/mask",
+    "DPC: ",
     ":    [",  // AER error-bit lines: "<dev>:    [ 0] RxErr"
-    "mce: ",   "EDAC ",          "mlx5_core", "soft lockup",    "blocked for more than", "segfault at",
-    "traps: ", "Killed process",
+    "mce: ",
+    "EDAC ",
+    "mlx5_core",
+    "soft lockup",
+    "blocked for more than",
+    "segfault at",
+    "traps: ",
+    "Killed process",
+    "fallen off the bus",
 };
 
-// Newline count at memory speed: std::count is not vectorized at -O2, and counting lines
-// is the only work every byte of a benign log needs.
-uint64_t CountNewlines(std::string_view data) {
+// Newline count at memory speed, noting whether any NUL byte is present on the way:
+// counting lines is the only work every byte of a benign log needs, so the check for
+// binary data rides along instead of taking a second pass. std::count is not vectorized
+// at -O2; byte counters (0 - (-1) per match) are summed with SAD every 255 blocks, so no
+// popcount (a libgcc call per block without -mpopcnt).
+uint64_t CountNewlines(std::string_view data, bool& has_nul) {
   const char* p = data.data();
   size_t n = data.size();
   uint64_t lines = 0;
-#if defined(__SSE2__)
+  has_nul = false;
+#if defined(__SSE2__) && defined(__x86_64__)
   const __m128i nl = _mm_set1_epi8('\n');
-  for (; n >= 16; p += 16, n -= 16) {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    lines += static_cast<uint64_t>(__builtin_popcount(static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, nl)))));
+  const __m128i zero = _mm_setzero_si128();
+  __m128i nuls = zero;
+  while (n >= 16) {
+    __m128i acc = zero;
+    for (int i = 0; i < 255 && n >= 16; ++i, p += 16, n -= 16) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      acc = _mm_sub_epi8(acc, _mm_cmpeq_epi8(v, nl));
+      nuls = _mm_or_si128(nuls, _mm_cmpeq_epi8(v, zero));
+    }
+    const __m128i sums = _mm_sad_epu8(acc, zero);
+    lines += static_cast<uint64_t>(_mm_cvtsi128_si64(sums)) +
+             static_cast<uint64_t>(_mm_cvtsi128_si64(_mm_unpackhi_epi64(sums, sums)));
   }
+  has_nul = _mm_movemask_epi8(nuls) != 0;
 #endif
-  for (; n > 0; ++p, --n) lines += *p == '\n';
+  for (; n > 0; ++p, --n) {
+    lines += *p == '\n';
+    has_nul |= *p == '\0';
+  }
   return lines;
 }
 
@@ -62,14 +91,14 @@ struct KernelLogReader::Hyperscan {
 KernelLogReader::KernelLogReader(KernelLogOptions options)
     : options_(std::move(options)),
       assembler_(KernelEventsOptions{options_.node, options_.boot_time_ns}),
-      deduper_(options_.dedup_window_ns) {}
+      deduper_(DedupOptions{options_.dedup_window_ns, options_.max_variants, options_.max_observations}) {}
 
 KernelLogReader::~KernelLogReader() = default;
 
 Result<std::unique_ptr<KernelLogReader>> KernelLogReader::Create(KernelLogOptions options) {
   if (options.reference_ns == 0) options.reference_ns = SystemClock().NowNs();
-  if (options.max_line_bytes == 0 || options.chunk_bytes < 4096) {
-    return Status(StatusCode::kInvalidArgument, "max_line_bytes must be > 0 and chunk_bytes >= 4096");
+  if (options.max_line_bytes == 0 || options.chunk_bytes < 4096 || options.max_variants == 0) {
+    return Status(StatusCode::kInvalidArgument, "max_line_bytes and max_variants must be > 0 and chunk_bytes >= 4096");
   }
   std::unique_ptr<KernelLogReader> reader(new KernelLogReader(std::move(options)));
   // Pure literals: Hyperscan's literal matcher, no regex engine needed.
@@ -137,17 +166,39 @@ void KernelLogReader::HandleLine(std::string_view line) {
   for (Observation& o : scratch_) deduper_.Add(std::move(o));
 }
 
+bool KernelLogReader::IsContinuation(std::string_view line) const {
+  if (line.empty()) return false;
+  if (line[0] == ' ' || line[0] == '\t') return true;
+  return ParseLogLine(line.substr(0, std::min(line.size(), options_.max_line_bytes)), options_.reference_ns).indented;
+}
+
+// Handles the indented lines starting at `from`; returns the offset past the last one.
+size_t KernelLogReader::HandleContinuations(std::string_view data, size_t from) {
+  continuation_open_ = false;
+  while (from < data.size()) {
+    size_t end = data.find('\n', from);
+    if (end == std::string_view::npos) end = data.size();
+    const std::string_view line = data.substr(from, end - from);
+    if (!IsContinuation(line)) return from;
+    HandleLine(line);
+    from = end + 1;
+  }
+  continuation_open_ = true;  // the next block may go on with this message
+  return from;
+}
+
 void KernelLogReader::ScanComplete(std::string_view data) {
-  stats_.lines += CountNewlines(data);
-  CountBinaryLines(data);
+  bool has_nul = false;
+  stats_.lines += CountNewlines(data, has_nul);
+  if (has_nul) CountBinaryLines(data);
   if (data.size() > options_.max_line_bytes) CountLongLines(data);
+  size_t handled_end = continuation_open_ ? HandleContinuations(data, 0) : 0;  // past the last handled line
   // One pass reports every trigger hit (end offsets, in order); each distinct line that
-  // holds a hit is handled once, in input order.
+  // holds a hit is handled once, in input order, then the indented lines that follow it.
   candidates_.clear();
   hs_scan(hs_->db, data.data(), static_cast<unsigned int>(std::min<size_t>(data.size(), UINT32_MAX)), 0, hs_->scratch,
           OnMatch, &candidates_);
   std::sort(candidates_.begin(), candidates_.end());
-  size_t handled_end = 0;  // offset just past the last handled line
   for (size_t hit : candidates_) {
     if (hit <= handled_end) continue;  // inside a line already handled
     const size_t last_byte = hit - 1;  // hits are end offsets; the match's last byte is in the line
@@ -156,7 +207,7 @@ void KernelLogReader::ScanComplete(std::string_view data) {
     size_t end = data.find('\n', last_byte);
     if (end == std::string_view::npos) end = data.size();
     HandleLine(data.substr(start, end - start));
-    handled_end = end + 1;
+    handled_end = HandleContinuations(data, end + 1);
   }
 }
 
@@ -206,7 +257,10 @@ void KernelLogReader::Finish() {
   scratch_.clear();
   assembler_.Finish(scratch_);
   for (Observation& o : scratch_) deduper_.Add(std::move(o));
+  continuation_open_ = false;
   stats_.folded_duplicates = deduper_.folded();
+  stats_.aggregated = deduper_.aggregated();
+  stats_.dropped = deduper_.dropped();
 }
 
 std::vector<Observation> KernelLogReader::TakeObservations() { return deduper_.Take(); }

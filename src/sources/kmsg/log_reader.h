@@ -6,9 +6,15 @@
 // are parsed and classified; every other line costs one newline count. See
 // bench/bench_kmsg.cc for the measured throughput.
 //
+// Multi-line messages: the lines right after a candidate line that are indented (a
+// leading blank, or a blank after their time/host prefix) are handed to the assembler
+// too, so AER detail lines and the indented tail of "fallen off the bus" reach their head
+// line even though they hold no trigger string.
+//
 // Damage tolerance: lines longer than max_line_bytes are cut (counted and warned about),
 // lines with binary bytes are counted, a truncated last line is still read. Nothing in
-// the input can make the reader fail except I/O errors on the file itself.
+// the input can make the reader fail except I/O errors on the file itself. Memory is
+// bounded by the options whatever the input (max_variants, max_observations).
 //
 // Not thread-safe: one reader per thread (it owns Hyperscan scratch space).
 #pragma once
@@ -34,6 +40,11 @@ struct KernelLogOptions {
   size_t max_line_bytes = 64 * 1024;     // longer lines are cut to this for classification
   size_t chunk_bytes = 4 * 1024 * 1024;  // read size
   int64_t dedup_window_ns = 300LL * 1'000'000'000;
+  // Bounds on what one reader keeps (sources/kmsg/dedup.h): distinct observations per
+  // (kind, component, code) before further variants are aggregated into a count, and in
+  // all before observations of new components are dropped (both counted and warned about).
+  size_t max_variants = 1024;
+  size_t max_observations = 100'000;
 };
 
 struct KernelLogStats {
@@ -44,7 +55,9 @@ struct KernelLogStats {
   uint64_t truncated_lines = 0;
   uint64_t binary_lines = 0;
   uint64_t folded_duplicates = 0;
-  std::string host;  // first syslog host seen
+  uint64_t aggregated = 0;  // distinct lines counted into a kept one past max_variants
+  uint64_t dropped = 0;     // observations dropped past max_observations
+  std::string host;         // first syslog host seen
   std::vector<std::string> warnings;
 
   uint64_t unknown_lines() const { return lines - classified_lines; }
@@ -76,6 +89,8 @@ class KernelLogReader {
 
   void ScanComplete(std::string_view data);  // data ends at a line boundary
   void HandleLine(std::string_view line);
+  size_t HandleContinuations(std::string_view data, size_t from);
+  bool IsContinuation(std::string_view line) const;
   void CountBinaryLines(std::string_view data);
   void CountLongLines(std::string_view data);
 
@@ -86,6 +101,7 @@ class KernelLogReader {
   KernelLogStats stats_;
   std::string carry_;  // incomplete last line of the previous chunk
   bool cutting_long_line_ = false;
+  bool continuation_open_ = false;  // the last handled line ended the previous block
   std::vector<size_t> candidates_;
   std::vector<Observation> scratch_;
 };

@@ -38,7 +38,11 @@ std::string SseFilter(const std::vector<std::string>& props) {
 }
 
 EventStream::EventStream(RedfishClient& client, EventStreamOptions options, MapContext ctx, Sink sink)
-    : client_(client), options_(std::move(options)), ctx_(std::move(ctx)), sink_(std::move(sink)) {}
+    : client_(client),
+      options_(std::move(options)),
+      ctx_(std::move(ctx)),
+      sink_(std::move(sink)),
+      backoff_ms_(std::max<int64_t>(1, options_.reconnect_backoff_ms)) {}
 
 std::string EventStream::last_event_id() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -48,8 +52,11 @@ std::string EventStream::last_event_id() const {
 void EventStream::Stop() { stop_.store(true); }
 
 Result<int> EventStream::Connect() {
+  auto resolved = client_.ResolveUrl(options_.sse_uri);
+  if (!resolved.ok()) return resolved.status();
+  connects_.fetch_add(1);
   HttpRequest req;
-  std::string url = client_.Url(options_.sse_uri);
+  std::string url = *resolved;
   const std::string filter = SseFilter(options_.filter_properties);
   if (!filter.empty())
     url += (url.find('?') == std::string::npos ? "?" : "&") + std::string("$filter=") + UrlEncode(filter);
@@ -71,10 +78,12 @@ Result<int> EventStream::Connect() {
       MapContext ctx = ctx_;
       ctx.read_time_ns = client_.clock().NowNs();
       MapResult mapped;
+      auto json = ParseBmcJson(e.data);
+      if (!json.ok()) continue;  // a malformed or absurdly nested event is dropped; the sweep reads the log
       try {
-        mapped = MapResource(nlohmann::json::parse(e.data), ctx);
+        mapped = MapResource(*json, ctx);
       } catch (const std::exception&) {
-        continue;  // a malformed event is dropped; the sweep still reads the log
+        continue;
       }
       events_.fetch_add(1);
       if (!e.id.empty()) {
@@ -89,25 +98,46 @@ Result<int> EventStream::Connect() {
   return r;
 }
 
+void EventStream::Wait(int64_t ms) {
+  if (options_.wait) return options_.wait(ms, stop_);
+  for (int64_t waited = 0; waited < ms && !stop_.load(); waited += 20) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+int64_t EventStream::TakeBackoff() {
+  const int64_t wait_ms = backoff_ms_.load();
+  backoff_ms_.store(std::min(wait_ms * 2, std::max(wait_ms, options_.max_reconnect_backoff_ms)));
+  return wait_ms;
+}
+
 Status EventStream::Run() {
   int failures = 0;
-  int64_t backoff = options_.reconnect_backoff_ms;
+  // Restarted after giving up (the agent does so every sweep): keep backing off.
+  if (gave_up_.exchange(false)) Wait(TakeBackoff());
   while (!stop_.load()) {
+    const uint64_t events_before = events_.load();
+    const int64_t started = client_.clock().MonotonicNs();
     Result<int> r = Connect();
     if (stop_.load()) break;
-    const bool good = r.ok() && *r == 200;
+    if (!r.ok() && r.status().code() == StatusCode::kPermissionDenied) return r.status();  // never retried
+    const bool delivered = events_.load() > events_before;
+    const bool lasted = client_.clock().MonotonicNs() - started >= options_.healthy_stream_ms * kNsPerMs;
+    const bool good = r.ok() && *r == 200 && (delivered || lasted);
     failures = good ? 0 : failures + 1;
+    if (good) {
+      backoff_ms_.store(std::max<int64_t>(1, options_.reconnect_backoff_ms));
+      continue;
+    }
+    if (failures >= options_.max_failures) gave_up_.store(true);
     if (failures >= options_.max_failures) {
+      const std::string why = !r.ok()     ? " (" + r.status().message() + ")"
+                              : *r != 200 ? " (HTTP " + std::to_string(*r) + ")"
+                                          : " (closed at once without an event)";
       return Status(StatusCode::kUnavailable,
-                    "event stream failed " + std::to_string(failures) + " times; back to polling" +
-                        (r.ok() ? " (HTTP " + std::to_string(*r) + ")" : " (" + r.status().message() + ")"));
+                    "event stream failed " + std::to_string(failures) + " times; back to polling" + why);
     }
-    // Wait before reconnecting, in small steps so Stop() is prompt.
-    const int64_t wait_ms = good ? 0 : backoff;
-    backoff = good ? options_.reconnect_backoff_ms : backoff * 2;
-    for (int64_t waited = 0; waited < wait_ms && !stop_.load(); waited += 20) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    Wait(TakeBackoff());
   }
   return Status::Ok();
 }

@@ -8,6 +8,11 @@
 // Limits: at most max_in_flight requests at once, each bounded by request_timeout_ms and
 // by the caller's deadline; retries with exponential back-off on timeouts, 5xx and
 // connection errors (never past the deadline); a 401 on a session re-logs in once.
+// Credentials stay with the BMC: every request goes to the base URL's origin (scheme,
+// host, port). An absolute link (@odata.id, nextLink), a session Location or an SSE URI
+// on any other origin is refused with kPermissionDenied before anything is sent, and so
+// is plain http unless allow_http is set (then with a warning).
+// Bodies nested deeper than kMaxBmcJsonDepth are refused before parsing (kCorrupt).
 // Thread-safe: Get() may be called from several collector workers.
 #pragma once
 
@@ -35,7 +40,14 @@ struct RedfishClientOptions {
   int retries = 2;           // extra attempts after the first
   int64_t backoff_ms = 250;  // first back-off; doubles each retry
   int session_retries = 3;   // 503 "session limit" attempts before Basic
+  // Plain http sends credentials and tokens in clear: refused unless set (lab BMCs).
+  bool allow_http = false;
 };
+
+// "https://Host:443/x" -> "https://host:443" (scheme and host lower-cased, default port
+// made explicit); kInvalidArgument for anything that is not http(s)://host[:port][/...]
+// or that carries user info ("https://bmc@evil/"), which curl would read differently.
+Result<std::string> UrlOrigin(std::string_view url);
 
 class RedfishClient {
  public:
@@ -54,7 +66,10 @@ class RedfishClient {
 
   // The headers Get() sends (auth included); for the SSE stream.
   std::vector<std::pair<std::string, std::string>> AuthHeaders() const;
-  std::string Url(const std::string& path) const;
+  // The absolute URL for `path` ("/redfish/v1/..." or an absolute URL), refused
+  // (kPermissionDenied, naming both hosts) when it is not on the BMC's origin, and
+  // (kPermissionDenied) when the BMC URL is plain http without allow_http.
+  Result<std::string> ResolveUrl(const std::string& path) const;
   HttpClient& http() { return http_; }
   const Clock& clock() const { return clock_; }
 
@@ -68,6 +83,7 @@ class RedfishClient {
   Result<HttpResponse> SendWithRetries(HttpRequest request, int64_t deadline_mono_ns);
   Result<HttpResponse> SendOnce(HttpRequest request, int64_t deadline_mono_ns);
   Status CreateSession(int64_t deadline_mono_ns);
+  Status CheckScheme() const;
   void Warn(std::string warning);
   bool Acquire(int64_t deadline_mono_ns);
   void Release();
@@ -85,6 +101,8 @@ class RedfishClient {
   std::string token_;
   std::string session_uri_;
   std::vector<std::string> warnings_;
+  std::string origin_;     // of base_url; empty when base_url is not a usable URL
+  Status base_url_error_;  // why base_url is unusable
 };
 
 }  // namespace faultline::redfish

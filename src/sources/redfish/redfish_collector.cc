@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -88,7 +89,21 @@ bool AlreadySeen(const LogCursor& cursor, const std::string& id) {
   return cursor.seen_ids.count(id) > 0;
 }
 
+bool IsAbsentPart(const Json& j) {
+  auto status = j.find("Status");
+  return status != j.end() && StrField(*status, "State") == "Absent";
+}
+
 using Handler = std::function<void(const Json&, const MapContext&)>;
+
+// Pages and members of one collection read so far in this sweep. Pages of a collection
+// are read one after another (the next link is queued by the page before), so one
+// Paging is never touched by two workers at once.
+struct Paging {
+  std::string collection;
+  size_t pages = 0;
+  size_t members = 0;
+};
 
 struct Task {
   std::string path;
@@ -103,6 +118,8 @@ struct PendingLog {
   std::vector<Json> entries;
   std::optional<uint64_t> max_listed_id;  // over every member listed, fetched or not
   bool all_numeric = true;
+  size_t listed = 0;  // members listed over every page (max_log_entries)
+  bool capped = false;
 };
 
 // One sweep in progress: a work queue drained by `workers` threads.
@@ -115,6 +132,13 @@ class Walk {
   void Enqueue(Task task) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!task.inline_json && !visited_.insert(task.path.substr(0, task.path.find('#'))).second) return;
+    if (!task.inline_json && ++fetches_ > options_.max_resources) {
+      if (fetches_ == options_.max_resources + 1) {
+        result_.errors.push_back("sweep stopped at max_resources=" + std::to_string(options_.max_resources) +
+                                 " requests (cap); the rest of the tree was not read");
+      }
+      return;
+    }
     queue_.push_back(std::move(task));
     cv_.notify_one();
   }
@@ -137,6 +161,7 @@ class Walk {
     if (type == "LogService") return LogService(j, c);
     if (type == "EventService") return EventService(j);
     AddMapped(MapResource(j, c));
+    if (type == "PowerSupply" && IsAbsentPart(j)) return;  // an empty bay has no Metrics worth a request
     auto links = LinkTable().find(type);
     if (links == LinkTable().end()) return;
     for (const std::string& key : links->second) {
@@ -146,20 +171,21 @@ class Walk {
     }
   }
 
-  // Collection members: expanded ones are handled inline, links fetched.
-  void Members(const Json& j, const MapContext& ctx, const Handler& handler) {
+  // Collection members: expanded ones are handled inline, links fetched. `paging` is
+  // null for a collection's first page.
+  void Members(const Json& j, const MapContext& ctx, const Handler& handler, std::shared_ptr<Paging> paging = nullptr) {
+    if (!paging) paging = std::make_shared<Paging>(Paging{StrField(j, "@odata.id"), 0, 0});
+    ++paging->pages;
     auto it = j.find("Members");
     if (it == j.end() || it->is_null()) {
       Warn("collection without Members (null or absent) at " + StrField(j, "@odata.id"));
     } else if (!it->is_array()) {
       Warn("Members is not an array at " + StrField(j, "@odata.id"));
     } else {
-      size_t n = 0;
       for (const Json& m : *it) {
-        if (++n > options_.max_members) {
-          Warn("collection truncated at " + std::to_string(options_.max_members) +
-               " members: " + StrField(j, "@odata.id"));
-          break;
+        if (++paging->members > options_.max_members) {
+          return Error("collection " + paging->collection + " has more than max_members=" +
+                       std::to_string(options_.max_members) + " members over its pages (cap); the rest were not read");
         }
         std::string link = StrField(m, "@odata.id");
         if (IsExpanded(m)) {
@@ -172,9 +198,19 @@ class Walk {
       }
     }
     std::string next = NextLink(j);
-    if (!next.empty())
-      Enqueue({next, ctx, [this, handler](const Json& page, const MapContext& c) { Members(page, c, handler); },
-               std::nullopt});
+    if (next.empty()) return;
+    if (paging->pages >= options_.max_collection_pages) {
+      return Error("collection " + paging->collection + " has more than max_collection_pages=" +
+                   std::to_string(options_.max_collection_pages) + " pages (cap); the rest were not read");
+    }
+    Enqueue({next, ctx,
+             [this, handler, paging](const Json& page, const MapContext& c) { Members(page, c, handler, paging); },
+             std::nullopt});
+  }
+
+  void Error(std::string e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    result_.errors.push_back(std::move(e));
   }
 
   void AddManager(const Json& j, int64_t host_ns) {
@@ -302,7 +338,7 @@ class Walk {
       Warn("log entries without a Members array at " + log);
     } else {
       for (const Json& m : *members) {
-        NoteListed(log, IsExpanded(m) ? StrField(m, "Id") : LastSegment(StrField(m, "@odata.id")));
+        if (!NoteListed(log, IsExpanded(m) ? StrField(m, "Id") : LastSegment(StrField(m, "@odata.id")))) return;
         if (IsExpanded(m)) {
           AddEntry(log, m);
           continue;
@@ -315,17 +351,31 @@ class Walk {
     }
     std::string next = NextLink(page);
     if (next.empty()) return;
-    if (page_no >= options_.max_log_pages) return Warn("log " + log + " has more pages than max_log_pages");
+    if (page_no >= options_.max_log_pages) {
+      return Warn("log " + log + " has more than max_log_pages=" + std::to_string(options_.max_log_pages) +
+                  " pages (cap); later pages were not read this sweep");
+    }
     Enqueue({next, ctx, [this, log, page_no](const Json& p, const MapContext& c) { LogPage(log, p, c, page_no + 1); },
              std::nullopt});
   }
 
-  void NoteListed(const std::string& log, const std::string& id) {
+  // False once the log reached max_log_entries (with one warning naming the cap).
+  bool NoteListed(const std::string& log, const std::string& id) {
     std::lock_guard<std::mutex> lock(mu_);
     PendingLog& p = logs_[log];
+    if (++p.listed > options_.max_log_entries) {
+      if (!p.capped) {
+        result_.warnings.push_back("log " + log +
+                                   " lists more than max_log_entries=" + std::to_string(options_.max_log_entries) +
+                                   " entries (cap); the rest were not read this sweep");
+      }
+      p.capped = true;
+      return false;
+    }
     auto n = NumericId(id);
     p.all_numeric &= n.has_value();
     if (n) p.max_listed_id = std::max(p.max_listed_id.value_or(0), *n);
+    return true;
   }
 
   void AddEntry(const std::string& log, const Json& entry) {
@@ -363,6 +413,7 @@ class Walk {
   std::deque<Task> queue_;
   int active_ = 0;
   std::set<std::string> visited_;
+  size_t fetches_ = 0;  // requests queued (max_resources)
   std::vector<Json> managers_;
   std::map<std::string, PendingLog> logs_;
   Json root_;
@@ -426,6 +477,7 @@ SweepResult RedfishCollector::Sweep(int64_t deadline) {
   if (result.skipped > 0) {
     result.errors.push_back("sweep deadline reached: " + std::to_string(result.skipped) + " resources not read");
   }
+  MarkImplausibleReadings(result.observations, result.warnings);
   for (auto& w : client_.TakeWarnings()) result.warnings.push_back(std::move(w));
   result.requests = client_.requests() - requests_before;
   result.duration_ns = client_.clock().MonotonicNs() - start;

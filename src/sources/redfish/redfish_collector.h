@@ -12,6 +12,9 @@
 //  - Log entries are incremental across sweeps: an entry is emitted once, tracked by
 //    its numeric Id (or Id set for non-numeric ids); a log whose ids restart lower was
 //    cleared and is re-read. The BMC's own journal/audit logs are skipped.
+//  - Readings no running part can produce (PlausibleRanges in parse/redfish_map.h) are
+//    marked attrs["quirk"] with a warning; the detectors ignore them.
+//  - Links are fetched through the client, which refuses any other host than the BMC's.
 //  - Not thread-safe: one collector per BMC, one Sweep at a time (the collector itself
 //    runs up to max_in_flight requests in parallel inside a sweep).
 #pragma once
@@ -32,10 +35,16 @@ struct CollectorOptions {
   std::string node;  // Observation::node
   int workers = 0;   // parallel requests in a sweep; 0 = the client's max_in_flight
   bool read_logs = true;
-  bool read_sensors = true;       // Sensors/{id} (one request each)
-  size_t max_log_pages = 100;     // @odata.nextLink pages followed per log and sweep
-  size_t max_members = 10'000;    // members taken from one collection
-  size_t max_seen_ids = 100'000;  // non-numeric log ids remembered per log
+  bool read_sensors = true;  // Sensors/{id} (one request each)
+  // Caps against a BMC (or something posing as one) that never stops listing. Each is a
+  // total across every page, not a per-page limit; reaching one is reported naming it
+  // (collections: an error, logs: a warning, since old history is what is dropped).
+  size_t max_members = 10'000;        // members taken from one collection, all pages
+  size_t max_collection_pages = 100;  // pages followed per collection
+  size_t max_log_pages = 100;         // @odata.nextLink pages followed per log and sweep
+  size_t max_log_entries = 20'000;    // entries listed per log and sweep, all pages
+  size_t max_resources = 20'000;      // requests per sweep, everything together
+  size_t max_seen_ids = 100'000;      // non-numeric log ids remembered per log
 };
 
 struct SweepResult {

@@ -1,6 +1,7 @@
 #include "sources/sysfs/collector.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <sstream>
 #include <utility>
 
@@ -47,6 +48,26 @@ std::string FirstLine(std::string_view s) {
   return std::string(s.substr(0, 128));
 }
 
+std::string PciId(uint32_t vendor, uint32_t device) {
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "%04x:%04x", vendor & 0xffff, device & 0xffff);
+  return buf;
+}
+
+// A short printable identity string (hca_type, board_id, fw_ver); "" when the file is
+// absent or holds anything else, so a garbled file never becomes a grouping key.
+std::string IdentityAttr(const SysfsFs& fs, const std::string& path) {
+  auto text = fs.ReadFile(path, kMaxAttrBytes);
+  if (!text.ok()) return "";
+  std::string v = FirstLine(*text);
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\r')) v.pop_back();
+  if (v.size() > 64) return "";
+  for (char c : v) {
+    if (c < 0x21 || c > 0x7e) return "";
+  }
+  return v;
+}
+
 Status InFile(const std::string& path, const Status& st) {
   // Parsers name the problem; prefix the file so the operator knows which one.
   if (st.message().rfind(path, 0) == 0) return st;
@@ -61,6 +82,7 @@ SysfsCollector::SysfsCollector(const SysfsFs& fs, const Clock& clock, SysfsOptio
 ComponentRef SysfsCollector::PcieRef(const PcieDevice& d) const {
   ComponentRef ref = PcieComponent(d.bdf);
   ref.keys["device"] = std::string(PcieRoleName(d.role));
+  if (d.vendor != 0 || d.device != 0) ref.keys["pci_id"] = PciId(d.vendor, d.device);
   if (!d.slot.empty()) ref.keys["slot"] = d.slot;
   if (!d.port_type.empty()) ref.keys["port_type"] = d.port_type;
   std::string chain;
@@ -87,6 +109,9 @@ ComponentRef SysfsCollector::IbRef(const IbPortInfo& p) const {
   ref.keys["port"] = std::to_string(p.port);
   if (!p.bdf.empty()) ref.keys["bdf"] = p.bdf;
   if (!p.link_layer.empty()) ref.keys["link_layer"] = p.link_layer;
+  if (!p.model.empty()) ref.keys["model"] = p.model;
+  if (!p.board_id.empty()) ref.keys["board_id"] = p.board_id;
+  if (!p.fw_ver.empty()) ref.keys["fw_ver"] = p.fw_ver;
   if (const TopoIbPort* t = topology_ != nullptr ? topology_->FindIbPort(p.device, p.port) : nullptr) {
     if (!t->switch_name.empty()) ref.keys["switch"] = t->switch_name;
     if (!t->switch_port.empty()) ref.keys["switch_port"] = t->switch_port;
@@ -134,10 +159,18 @@ void SysfsCollector::DiscoverIb(std::vector<Status>& errors) {
     if (auto real = fs_.RealPath(dev_dir + "/device"); real.ok()) {
       bdf = NormalizeBdf(real->substr(real->rfind('/') + 1));
     }
+    // The HCA's model, for comparing its ports with their siblings: hca_type names the
+    // chip (MT4129), board_id the card; without hca_type the PCI id says the same.
+    std::string model = IdentityAttr(fs_, dev_dir + "/hca_type");
+    if (const PcieDevice* pci = model.empty() && !bdf.empty() ? tree_.Find(bdf) : nullptr) {
+      model = PciId(pci->vendor, pci->device);
+    }
+    const std::string board_id = IdentityAttr(fs_, dev_dir + "/board_id");
+    const std::string fw_ver = IdentityAttr(fs_, dev_dir + "/fw_ver");
     for (const std::string& port : *ports) {
       auto n = ParseCounter(port);
       if (!n.ok() || *n > 255) continue;
-      IbPortInfo p{dev, static_cast<int>(*n), dev_dir + "/ports/" + port, bdf, "", {}};
+      IbPortInfo p{dev, static_cast<int>(*n), dev_dir + "/ports/" + port, bdf, "", model, board_id, fw_ver, {}};
       if (auto ll = fs_.ReadFile(p.dir + "/link_layer", kMaxAttrBytes); ll.ok()) p.link_layer = FirstLine(*ll);
       if (auto files = fs_.ListDir(p.dir + "/counters"); files.ok()) {
         for (const IbCounterKind& c : kIbCounters) {
@@ -316,7 +349,8 @@ void SysfsCollector::CollectIb(const IbPortInfo& p, SysfsSample& s) const {
     if (!text.ok()) continue;
     auto v = ParseCounter(*text);
     if (!v.ok()) {
-      s.errors.push_back(InFile(p.dir + "/counters/" + file, v.status()));
+      if (v.status().code() != StatusCode::kUnsupported)
+        s.errors.push_back(InFile(p.dir + "/counters/" + file, v.status()));
       continue;
     }
     ObsKind kind = ObsKind::kOther;
@@ -326,6 +360,10 @@ void SysfsCollector::CollectIb(const IbPortInfo& p, SysfsSample& s) const {
     Observation o =
         Make(ref, kind, static_cast<double>(*v), p.dir + "/counters/" + file + ": " + std::to_string(*v), s.time_ns);
     o.attrs["counter"] = file;
+    if (IbCounterSaturated(file, *v)) {
+      o.attrs["saturated"] = "true";
+      o.attrs["counter_max"] = std::to_string(*v);
+    }
     s.observations.push_back(std::move(o));
   }
 }

@@ -9,7 +9,14 @@
 // (reading some of those makes mlx5 flood the kernel log with ACCESS_REG errors).
 //
 // Errors: a missing, unreadable or garbled file becomes one Status in the sample's
-// `errors` naming the file; the rest of the sample is still produced.
+// `errors` naming the file; the rest of the sample is still produced. A counter the
+// kernel prints as "N/A (no PMA)" is skipped without an error (the HCA does not answer
+// performance queries; nothing is wrong with the file).
+//
+// Identity keys that let detectors compare siblings without a topology file: IB ports
+// carry `model` (hca_type or PCI id), `board_id`, `fw_ver`, `link_layer`; PCIe functions
+// carry `pci_id` ("10de:2330"). A counter read at its maximum (IbCounterSaturated) gets
+// attrs `saturated` = "true" and `counter_max`.
 // Thread-compatible: one collector per thread.
 #pragma once
 
@@ -48,6 +55,9 @@ struct IbPortInfo {
   std::string dir;                    // "/sys/class/infiniband/mlx5_0/ports/1"
   std::string bdf;                    // the HCA's PCI address when known
   std::string link_layer;             // "InfiniBand" / "Ethernet" when known
+  std::string model;                  // hca_type ("MT4129"), else the HCA's PCI id ("15b3:1021"), else ""
+  std::string board_id;               // board_id ("MT_0000000838") when present
+  std::string fw_ver;                 // fw_ver when present
   std::vector<std::string> counters;  // counter file names present under counters/
 };
 

@@ -57,9 +57,46 @@ Result<std::vector<AerCounter>> ParseAerCounters(std::string_view text) {
 
 Result<uint64_t> ParseCounter(std::string_view text) {
   if (text.size() > kMaxAttrBytes) return Status(StatusCode::kCorrupt, "counter: file too large");
+  if (StartsWith(Trim(text), "N/A")) return Status(StatusCode::kUnsupported, "counter: not available (no PMA)");
   auto v = ParseU64(Trim(text));
   if (!v) return Corrupt("counter: not an unsigned number", text);
   return *v;
+}
+
+int IbCounterWidthBits(std::string_view counter) {
+  // PortCounters field widths (InfiniBand Architecture Specification, PerfMgt class);
+  // the kernel prints each at its own width.
+  struct Width {
+    std::string_view name;
+    int bits;
+  };
+  static constexpr Width kWidths[] = {{"symbol_error", 16},
+                                      {"link_error_recovery", 8},
+                                      {"link_downed", 8},
+                                      {"port_rcv_errors", 16},
+                                      {"port_rcv_remote_physical_errors", 16},
+                                      {"port_rcv_switch_relay_errors", 16},
+                                      {"port_xmit_discards", 16},
+                                      {"port_xmit_constraint_errors", 8},
+                                      {"port_rcv_constraint_errors", 8},
+                                      {"local_link_integrity_errors", 4},
+                                      {"excessive_buffer_overrun_errors", 4},
+                                      {"VL15_dropped", 16}};
+  for (const Width& w : kWidths) {
+    if (w.name == counter) return w.bits;
+  }
+  return 0;
+}
+
+uint64_t IbCounterMax(std::string_view counter) {
+  const int bits = IbCounterWidthBits(counter);
+  return bits > 0 ? (uint64_t{1} << bits) - 1 : 0;
+}
+
+bool IbCounterSaturated(std::string_view counter, uint64_t value) {
+  if (value == UINT32_MAX || value == UINT64_MAX) return true;
+  const uint64_t max = IbCounterMax(counter);
+  return max > 0 && value == max;
 }
 
 Result<double> ParseLinkSpeed(std::string_view text) {

@@ -26,7 +26,21 @@ inline constexpr size_t kMaxAerLines = 128;
 // aer_dev_correctable / aer_dev_nonfatal / aer_dev_fatal: "<Name> <count>" per line.
 Result<std::vector<AerCounter>> ParseAerCounters(std::string_view text);
 // A file holding one unsigned decimal counter (IB counters/*, aer_rootport_total_err_*).
+// The kernel's "N/A (no PMA)" (the HCA did not answer the performance-management query)
+// is kUnsupported, not kCorrupt.
 Result<uint64_t> ParseCounter(std::string_view text);
+
+// Width in bits of an InfiniBand PortCounters field as the kernel exposes it under
+// ports/<n>/counters/ (drivers/infiniband/core/sysfs.c): symbol_error 16,
+// link_error_recovery 8, link_downed 8, port_rcv_errors 16, local_link_integrity_errors 4,
+// excessive_buffer_overrun_errors 4, ...; 0 for a name it does not know.
+int IbCounterWidthBits(std::string_view counter);
+// True when `value` is the largest value the counter can hold: 2^width-1 for its known
+// width, or 2^32-1 / 2^64-1 whatever the name. PMA error counters stop there (they do not
+// wrap), so every later increment is invisible and a rate from it is unknown, not zero.
+bool IbCounterSaturated(std::string_view counter, uint64_t value);
+// The saturation value for `counter` (2^width-1), 0 when the width is unknown.
+uint64_t IbCounterMax(std::string_view counter);
 // current_link_speed / max_link_speed: "32.0 GT/s PCIe", "16.0 GT/s", "2.5 GT/s PCIe".
 // "Unknown" (link down, or a device without a link) is kUnsupported.
 Result<double> ParseLinkSpeed(std::string_view text);

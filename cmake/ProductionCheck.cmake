@@ -1,0 +1,56 @@
+# The production binary must not link a test double (issue 10 §6: "the mock BMC is not
+# linked into a production command"). faultline_assert_links_no_sim(TARGET) walks the
+# target's link graph (direct and transitive, through INTERFACE_LINK_LIBRARIES of every
+# library target) at configure time and fails the configure step when it reaches one of
+# the simulator's targets: faultline_sim_* libraries, the fake NVML libraries, faultline-sim.
+
+# Appends to ${out} the link items of ${target} and, recursively, of every target among them.
+function(_faultline_link_closure target out)
+  set(seen ${${out}})
+  set(queue ${target})
+  while(queue)
+    list(POP_FRONT queue t)
+    if(NOT TARGET ${t} OR t IN_LIST seen)
+      continue()
+    endif()
+    list(APPEND seen ${t})
+    get_target_property(type ${t} TYPE)
+    set(items "")
+    if(NOT type STREQUAL "INTERFACE_LIBRARY")
+      get_target_property(direct ${t} LINK_LIBRARIES)
+      if(direct)
+        list(APPEND items ${direct})
+      endif()
+    endif()
+    get_target_property(iface ${t} INTERFACE_LINK_LIBRARIES)
+    if(iface)
+      list(APPEND items ${iface})
+    endif()
+    foreach(item IN LISTS items)
+      # $<LINK_ONLY:x> is how static libraries record private dependencies.
+      string(REGEX REPLACE "^\\$<LINK_ONLY:(.*)>$" "\\1" item "${item}")
+      list(APPEND queue ${item})
+    endforeach()
+  endwhile()
+  set(${out} ${seen} PARENT_SCOPE)
+endfunction()
+
+function(faultline_assert_links_no_sim target)
+  if(NOT TARGET ${target})
+    return()
+  endif()
+  set(closure "")
+  _faultline_link_closure(${target} closure)
+  set(bad "")
+  foreach(t IN LISTS closure)
+    if(t MATCHES "^(faultline_sim_.*|fake_nvml.*|faultline-sim)$")
+      list(APPEND bad ${t})
+    endif()
+  endforeach()
+  if(bad)
+    message(FATAL_ERROR "${target} links test doubles (${bad}): production commands must not depend on the "
+                        "simulator; put simulator commands in src/cli/sim/ (faultline-sim)")
+  endif()
+  list(LENGTH closure n)
+  message(STATUS "${target}: link graph (${n} targets) free of test doubles")
+endfunction()

@@ -1,0 +1,14 @@
+// The faultline-sim program's subcommands: everything that runs the test doubles (mock
+// BMC, fake NVML library, fake sysfs tree, node simulator). Kept out of the production
+// faultline binary, which hands these subcommands to faultline-sim (cmd_sim_delegate.cc).
+#pragma once
+
+#include "cli/commands.h"
+
+namespace faultline::cli {
+
+void AddSimCommand(CliApp& app);  // also `bench accuracy`
+void AddMockBmcCommand(CliApp& app);
+void AddBenchRedfishSweepCommand(CliApp& app);
+
+}  // namespace faultline::cli

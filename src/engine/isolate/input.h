@@ -1,0 +1,86 @@
+// The isolator's one input builder (DESIGN.md "no second path"): the agent
+// (daemon/pipeline), offline `diagnose` (engine/offline) and `why-slow` (daemon/why_slow)
+// all gather their context with an IsolateContext and build the IsolateInput with
+// BuildIsolateInput, so the same observations give the same input, the same diagnoses
+// and the same component names whichever path they took.
+//
+// Pure functions and plain data; never prints; thread-compatible.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/inventory.h"
+#include "core/types.h"
+#include "engine/isolate/isolator.h"
+
+namespace faultline {
+
+// [since_ns, until_ns]; a bound of 0 is open.
+struct IsolateWindow {
+  int64_t since_ns = 0;
+  int64_t until_ns = 0;
+};
+
+struct IsolateInputParts {
+  std::vector<Finding> findings;         // every detector's (or the store's) findings
+  std::vector<Observation> readings;     // context: the latest reading of each (component, kind)
+  std::vector<Observation> workload;     // the jobs' reports (step times, throughput)
+  std::set<Layer> layers_with_data;      // layers read even when they yielded nothing (a clean kernel log)
+  const Inventory* inventory = nullptr;  // names every GPU (CanonicalGpu); null = names as seen
+  IsolateWindow window;
+  bool slowdown_reported = false;  // the caller asks "why is this node slow?" (why-slow)
+};
+
+// The isolator's input:
+//  - findings whose span overlaps the window (undated ones kept: evidence is not
+//    silently lost), each GPU component renamed to the inventory's canonical one;
+//  - as context (what rules a layer out), the readings and workload reports dated
+//    inside the window or undated, GPU components renamed the same way;
+//  - layers_with_data = the given layers plus the layer of every kept finding, reading
+//    and report;
+//  - slowdown_reported as given; symptom_ns unset (the workload detector's finding
+//    carries when the slowdown began).
+IsolateInput BuildIsolateInput(IsolateInputParts parts);
+
+struct IsolateContextOptions {
+  size_t max_readings = 100'000;  // distinct (component, kind) series kept; later new series are dropped
+  size_t max_workload = 200'000;  // workload reports kept (the oldest go first)
+};
+
+// What the isolator needs besides findings, gathered as observations stream past in
+// (roughly) time order: the GPU inventory (LearnGpuIdentity), the latest reading of
+// each (component, kind), and the workload reports. Bounded by the options.
+class IsolateContext {
+ public:
+  explicit IsolateContext(Inventory inventory = {}, IsolateContextOptions options = {});
+
+  // Learns the GPU identity `obs` carries, then keeps it as a reading or a report.
+  void Observe(const Observation& obs);
+  // Drops readings and reports dated before `before_ns` (the agent's sliding window).
+  void Forget(int64_t before_ns);
+
+  // The inventory: hand it to the detectors (DetectorContext) so they name GPUs alike.
+  // Its address is stable for the context's life.
+  const Inventory& inventory() const { return inventory_; }
+  // Readings, reports and the inventory (pointing into this context, which must
+  // outlive the parts); the caller adds findings, window and layers it read.
+  IsolateInputParts Parts() const;
+  // Series dropped for max_readings.
+  size_t readings_dropped() const { return readings_dropped_; }
+
+ private:
+  Inventory inventory_;
+  IsolateContextOptions options_;
+  std::map<std::pair<std::string, ObsKind>, Observation> latest_;
+  std::deque<Observation> workload_;
+  size_t readings_dropped_ = 0;
+};
+
+}  // namespace faultline
