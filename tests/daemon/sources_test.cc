@@ -1,7 +1,11 @@
 #include "daemon/sources.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -112,9 +116,27 @@ TEST(DaemonSources, MissingNvmlLibraryIsAnErrorNotACrash) {
   EXPECT_FALSE(source->Poll(FarDeadline()).ok());  // retried, still absent
 }
 
+// A loopback port free right now: the kernel picks it for a socket that never connects, so
+// it leaves no TIME_WAIT behind (a port derived from the pid could be taken or lingering).
+int FreeLoopbackPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  int port = -1;
+  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  if (fd >= 0) ::close(fd);
+  return port;
+}
+
 TEST(DaemonSources, WorkloadHttpOnLoopback) {
   FakeClock clock(kT0, kBoot);
-  const int port = 20000 + static_cast<int>(::getpid() % 20000);
+  const int port = FreeLoopbackPort();
+  ASSERT_GT(port, 0);
   auto source = MakeWorkloadHttpSource(WorkloadSection{.listen = "127.0.0.1:" + std::to_string(port)}, "node7", clock);
   auto first = source->Poll(FarDeadline());
   ASSERT_TRUE(first.ok()) << first.status().ToString();

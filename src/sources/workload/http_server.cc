@@ -1,8 +1,7 @@
 #include "sources/workload/http_server.h"
 
-#include <sys/socket.h>
-
 #include <httplib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <atomic>
