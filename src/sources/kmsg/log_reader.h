@@ -1,7 +1,7 @@
 // Reads kernel logs from text files (every form in parse/log_line.h, detected per line),
 // gzip files, or stdin ("-"), and turns them into deduplicated Observations.
 //
-// Speed: most lines of a real log are benign. A Hyperscan literal prefilter scans each
+// Speed: most lines of a real log are benign. A vectorscan (Hyperscan API) literal prefilter scans each
 // chunk once and only lines containing a trigger string ("NVRM", "SXid", "AER", ...)
 // are parsed and classified; every other line costs one newline count. See
 // bench/bench_kmsg.cc for the measured throughput.
@@ -16,7 +16,7 @@
 // the input can make the reader fail except I/O errors on the file itself. Memory is
 // bounded by the options whatever the input (max_variants, max_observations).
 //
-// Not thread-safe: one reader per thread (it owns Hyperscan scratch space).
+// Not thread-safe: one reader per thread (it owns vectorscan scratch space).
 #pragma once
 
 #include <cstdint>
