@@ -1,5 +1,8 @@
 #include "core/status.h"
 
+#include <cerrno>
+#include <cstring>
+
 namespace faultline {
 
 std::string_view StatusCodeName(StatusCode code) {
@@ -33,6 +36,21 @@ std::string Status::ToString() const {
   std::string s(StatusCodeName(code_));
   if (!message_.empty()) s += ": " + message_;
   return s;
+}
+
+Status StatusFromErrno(int err, const std::string& what) {
+  std::string msg = what + ": " + std::strerror(err);
+  switch (err) {
+    case ENOENT:
+    case ENOTDIR:
+      return Status(StatusCode::kNotFound, std::move(msg));
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return Status(StatusCode::kPermissionDenied, std::move(msg));
+    default:
+      return Status(StatusCode::kIoError, std::move(msg));
+  }
 }
 
 }  // namespace faultline

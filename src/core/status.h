@@ -41,6 +41,11 @@ class [[nodiscard]] Status {
 
 std::string_view StatusCodeName(StatusCode code);
 
+// A failed system call as a Status: "what: strerror". ENOENT/ENOTDIR -> kNotFound,
+// EACCES/EPERM/EROFS -> kPermissionDenied, anything else -> kIoError. Callers with their own
+// meaning for other codes (sysfs: EOPNOTSUPP = attribute not implemented) check those first.
+Status StatusFromErrno(int err, const std::string& what);
+
 // A value or the Status explaining why there is none.
 template <typename T>
 class [[nodiscard]] Result {

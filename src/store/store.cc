@@ -65,21 +65,6 @@ uint32_t BigEndian(const unsigned char* p, int n) {
   return v;
 }
 
-Status ErrnoStatus(int err, const std::string& what) {
-  const std::string msg = what + ": " + std::strerror(err);
-  switch (err) {
-    case ENOENT:
-    case ENOTDIR:
-      return Status(StatusCode::kNotFound, msg);
-    case EACCES:
-    case EPERM:
-    case EROFS:
-      return Status(StatusCode::kPermissionDenied, msg);
-    default:
-      return Status(StatusCode::kIoError, msg);
-  }
-}
-
 bool WalHasFrames(const std::string& path) {
   struct stat st {};
   return ::stat((path + "-wal").c_str(), &st) == 0 && st.st_size > 0;
@@ -95,13 +80,13 @@ Status CheckFileBeforeOpen(const std::string& path, bool& exists) {
   exists = false;
   if (::stat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return Status::Ok();
-    return ErrnoStatus(errno, "stat");
+    return StatusFromErrno(errno, "stat");
   }
   exists = true;
   if (!S_ISREG(st.st_mode)) return Status(StatusCode::kInvalidArgument, "not a regular file");
   if (st.st_size == 0) return Status::Ok();
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus(errno, "open");
+  if (fd < 0) return StatusFromErrno(errno, "open");
   std::array<unsigned char, 100> h{};
   const ssize_t n = ::pread(fd, h.data(), h.size(), 0);
   ::close(fd);
@@ -143,7 +128,7 @@ Status CheckFileBeforeOpen(const std::string& path, bool& exists) {
 // gives its -wal and -shm the database file's mode.
 Status CreatePrivateFile(const std::string& path) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return errno == EEXIST ? Status::Ok() : ErrnoStatus(errno, "create");
+  if (fd < 0) return errno == EEXIST ? Status::Ok() : StatusFromErrno(errno, "create");
   ::close(fd);
   return Status::Ok();
 }

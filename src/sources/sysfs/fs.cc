@@ -15,22 +15,11 @@ namespace faultline {
 namespace {
 
 Status ErrnoStatus(int err, const std::string& what) {
-  std::string msg = what + ": " + std::strerror(err);
-  switch (err) {
-    case ENOENT:
-    case ENOTDIR:
-      return Status(StatusCode::kNotFound, msg);
-    case EACCES:
-    case EPERM:
-      return Status(StatusCode::kPermissionDenied, msg);
-    case EOPNOTSUPP:
-    case ENODEV:
-    case ENXIO:
-      // sysfs answers these for attributes the device does not implement.
-      return Status(StatusCode::kUnsupported, msg);
-    default:
-      return Status(StatusCode::kIoError, msg);
+  // sysfs answers these for attributes the device does not implement.
+  if (err == EOPNOTSUPP || err == ENODEV || err == ENXIO) {
+    return Status(StatusCode::kUnsupported, what + ": " + std::strerror(err));
   }
+  return StatusFromErrno(err, what);
 }
 
 struct FdCloser {
