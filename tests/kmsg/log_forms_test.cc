@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/time.h"
+#include "kmsg_test_util.h"
 #include "parse/log_line.h"
 #include "sources/kmsg/log_reader.h"
 
@@ -15,7 +16,8 @@ namespace {
 
 using namespace std::string_literals;
 
-const int64_t kRef = *ParseIso8601("2025-03-01T00:00:00Z");
+using kmsg_test::kRef;
+using kmsg_test::Read;
 
 int64_t Utc(const char* iso) { return *ParseIso8601(iso); }
 
@@ -135,18 +137,6 @@ TEST(LogFormsTest, EachFormIsSplitAndDated) {
     EXPECT_EQ(l.tag, c.tag) << c.line;
     EXPECT_FALSE(l.indented) << c.line;
   }
-}
-
-std::vector<Observation> Read(const std::string& text, KernelLogStats* stats = nullptr, KernelLogOptions o = {},
-                              size_t chunk = 0) {
-  o.reference_ns = kRef;
-  auto r = KernelLogReader::Create(o);
-  EXPECT_TRUE(r.ok());
-  if (chunk == 0) chunk = text.size() + 1;
-  for (size_t i = 0; i < text.size(); i += chunk) (*r)->Feed(std::string_view(text).substr(i, chunk));
-  (*r)->Finish();
-  if (stats) *stats = (*r)->stats();
-  return (*r)->TakeObservations();
 }
 
 TEST(LogFormsTest, TheReaderRecognizesAndDatesTheXidInEveryForm) {

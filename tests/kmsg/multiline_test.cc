@@ -9,24 +9,14 @@
 #include <vector>
 
 #include "core/time.h"
+#include "kmsg_test_util.h"
 #include "sources/kmsg/log_reader.h"
 
 namespace faultline {
 namespace {
 
-const int64_t kRef = *ParseIso8601("2025-03-01T00:00:00Z");
-
-std::vector<Observation> Read(const std::string& text, KernelLogStats* stats = nullptr, KernelLogOptions o = {},
-                              size_t chunk = 0) {
-  o.reference_ns = kRef;
-  auto r = KernelLogReader::Create(o);
-  EXPECT_TRUE(r.ok());
-  if (chunk == 0) chunk = text.size() + 1;
-  for (size_t i = 0; i < text.size(); i += chunk) (*r)->Feed(std::string_view(text).substr(i, chunk));
-  (*r)->Finish();
-  if (stats) *stats = (*r)->stats();
-  return (*r)->TakeObservations();
-}
+using kmsg_test::kRef;
+using kmsg_test::Read;
 
 std::vector<Observation> OfKind(const std::vector<Observation>& all, ObsKind kind) {
   std::vector<Observation> out;
