@@ -3,9 +3,12 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "core/time.h"
@@ -73,6 +76,25 @@ inline Observation PsuVoltage(double volts, int64_t time_ns, const std::string& 
   o.source = Source::kRedfish;
   o.raw = R"({"Name":"PSU1 Input Voltage","ReadingVolts":)" + std::to_string(volts) + "}";
   return o;
+}
+
+// The bytes of a file (empty when it cannot be read): to check a refused store is unchanged.
+inline std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+inline void WriteAll(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+}
+
+// Runs SQL on a database file behind the store's back (to damage or forge one).
+inline void RawExec(const std::string& path, const char* sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
 }
 
 }  // namespace faultline::testing
