@@ -11,7 +11,8 @@ FUZZ_SECONDS=${FUZZ_SECONDS:-10}
 passed=0
 failed=0
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+failures=$(mktemp)  # names of failed tests, repeated at the end where CI's tail shows them
+trap 'rm -f "$log" "$failures"' EXIT
 
 # Runs ctest in a build dir and adds its counts to the totals.
 run_ctest() {
@@ -27,6 +28,8 @@ run_ctest() {
   fi
   passed=$((passed + total - fails))
   failed=$((failed + fails))
+  sed -n '/The following tests FAILED:/,/^[^[:space:]]/p' "$log" | grep -E '^[[:space:]]+[0-9]+ - ' |
+    sed "s|^[[:space:]]*|  $dir: |" >>"$failures"
 }
 
 step() { echo; echo "==== $* ===="; }
@@ -67,6 +70,7 @@ if CC=clang CXX=clang++ cmake -S . -B "$FUZZ_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=
   if scripts/fuzz.sh "$FUZZ_BUILD" "$FUZZ_SECONDS" | tee "$log"; then :; fi
   fp=$(grep -c '^fuzz: PASS' "$log" || true)
   ff=$(grep -c '^fuzz: FAIL' "$log" || true)
+  grep '^fuzz: FAIL' "$log" | sed 's|^|  |' >>"$failures" || true
   passed=$((passed + fp))
   failed=$((failed + ff))
 else
@@ -74,5 +78,9 @@ else
 fi
 
 echo
+if [ -s "$failures" ]; then
+  echo "failed:"
+  cat "$failures"
+fi
 echo "faultline: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

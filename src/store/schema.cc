@@ -75,9 +75,15 @@ constexpr Migration kMigrations[] = {
     {1, "observations, findings, diagnoses, actions, cursors", kV1},
 };
 
+// Applies `m` unless another connection already has: two processes opening a new store
+// at once (the agent and `why-slow`, two agents) both read version 0 before either
+// writes, so the version is read again under the write lock before anything runs.
 Status ApplyOne(sqlite3* db, const Migration& m) {
   if (auto s = Exec(db, "BEGIN IMMEDIATE"); !s.ok()) return s;
-  Status s = Exec(db, m.sql);
+  auto current = SchemaVersion(db);
+  Status s = current.ok() ? Status() : current.status();
+  if (s.ok() && *current >= m.version) return Exec(db, "COMMIT");
+  if (s.ok()) s = Exec(db, m.sql);
   if (s.ok())
     s = Exec(db, "DELETE FROM schema_version; INSERT INTO schema_version(version) VALUES(" + std::to_string(m.version) +
                      ")");

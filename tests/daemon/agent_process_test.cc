@@ -24,7 +24,10 @@ std::string Binary() { return std::string(FAULTLINE_BINARY_DIR) + "/faultline"; 
 
 int64_t StoredDiagnoses(const std::string& path) {
   if (!std::filesystem::exists(path)) return 0;
-  auto store = Store::Open(path);
+  // Read-only, as why-slow opens it: the poll must not race the agent to create the schema.
+  StoreOptions options;
+  options.read_only = true;
+  auto store = Store::Open(path, options);
   if (!store.ok()) return 0;
   auto stats = (*store)->Stats();
   return stats.ok() ? stats->diagnoses : 0;

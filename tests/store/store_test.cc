@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <atomic>
 #include <thread>
 
 #include "store/schema.h"
@@ -235,6 +236,29 @@ TEST(StoreTest, ConcurrentAppendsAreSerialized) {
   }
   for (auto& th : threads) th.join();
   EXPECT_EQ(store->Stats()->observations, 200);
+}
+
+// The agent and `why-slow` (or two agents) may create the same new store at once: every
+// opener must succeed, whichever of them runs the migration.
+TEST(StoreTest, ConcurrentFirstOpensOfANewStoreAllSucceed) {
+  for (int round = 0; round < 20; ++round) {
+    TempDir dir;
+    const std::string path = dir.File("new.db");
+    std::vector<std::thread> threads;
+    std::atomic<int> failures{0};
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&] {
+        auto s = Store::Open(path);
+        if (!s.ok()) {
+          ADD_FAILURE() << s.status().ToString();
+          ++failures;
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    ASSERT_EQ(failures.load(), 0) << "round " << round;
+    EXPECT_EQ(OpenStore(path)->Stats()->schema_version, store::StoreMigrations().back().version);
+  }
 }
 
 TEST(StoreTest, MigrationsApplyInOrderFromAnOlderVersion) {
