@@ -17,7 +17,9 @@ namespace {
 
 struct AgentArgs {
   std::string config;
+  std::string node;  // overrides [agent] node (a DaemonSet passes the Kubernetes node name)
   bool print_default = false;
+  bool check_config = false;
 };
 
 // Signals are taken synchronously (sigwait) on the main thread: blocked here before any
@@ -29,6 +31,18 @@ sigset_t StopSignals() {
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
   return set;
+}
+
+// Kubernetes and Slurm node names are DNS-style names; anything else passed in from a
+// manifest is a mistake (an unexpanded "$(NODE_NAME)", a stray space), caught here.
+bool PlainNodeName(const std::string& name) {
+  if (name.empty() || name.size() > 253) return false;
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                    c == '-' || c == '_';
+    if (!ok) return false;
+  }
+  return true;
 }
 
 int Run(const AgentArgs& args) {
@@ -44,6 +58,19 @@ int Run(const AgentArgs& args) {
   if (!config.ok()) {
     std::cerr << "faultline agent: " << config.status().message() << "\n";
     return kExitUsage;
+  }
+  if (!args.node.empty()) {
+    if (!PlainNodeName(args.node)) {
+      std::cerr << "faultline agent: --node must be a host name (letters, digits, '.', '-', '_'; at most 253)\n";
+      return kExitUsage;
+    }
+    config->agent.node = args.node;
+  }
+  if (args.check_config) {
+    std::cout << args.config << ": ok (node "
+              << (config->agent.node.empty() ? daemon::HostName() + ", from the host name" : config->agent.node)
+              << ", store " << config->agent.store_path << ")\n";
+    return kExitOk;
   }
   const sigset_t signals = StopSignals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
@@ -83,7 +110,11 @@ void AddAgentCommand(CliApp& app) {
       "continuously, everything stored. Stops cleanly on SIGTERM/SIGINT.\n"
       "Exit code: 0 after a clean stop, 1 when it could not start or stop cleanly, 2 for a bad config.");
   cmd->add_option("--config", args->config, "Agent configuration file (TOML; see docs/agent.md)");
+  cmd->add_option("--node", args->node,
+                  "Node name, overriding [agent] node (e.g. the Kubernetes node name from the downward API)");
   cmd->add_flag("--print-default-config", args->print_default, "Print the default configuration and exit");
+  cmd->add_flag("--check-config", args->check_config,
+                "Read and validate --config, print one line and exit: 0 when valid, 2 with the offending key when not");
   cmd->callback([args, &app] { app.exit_code = Run(*args); });
 }
 

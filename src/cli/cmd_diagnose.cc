@@ -14,6 +14,7 @@
 #include <iostream>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -27,6 +28,7 @@
 #include "engine/isolate/isolator.h"
 #include "engine/offline/offline.h"
 #include "engine/offline/snapshot.h"
+#include "parse/json_log.h"
 #include "parse/topology.h"
 #include "sources/kmsg/log_reader.h"
 
@@ -134,18 +136,37 @@ void ReadKernelLog(gzFile gz, std::string head, const ReadContext& ctx, InputRep
     r.error = reader.status().ToString();
     return;
   }
+  // A kernel log saved as JSON is turned back into lines on the way (parse/json_log.h).
+  std::optional<JsonLogToText> json;
+  if (r.format != SnapshotFormat::kKernelLog) {
+    json.emplace(r.format == SnapshotFormat::kDmesgJson ? JsonLogForm::kDmesg : JsonLogForm::kJournal);
+  }
+  std::string lines;
+  uint64_t input_bytes = 0;
+  auto feed = [&](std::string_view data) {
+    input_bytes += data.size();
+    if (!json) return (*reader)->Feed(data);
+    lines.clear();
+    json->Feed(data, lines);
+    (*reader)->Feed(lines);
+  };
   bool more = head.size() == kHeadBytes && read_error.empty();
-  (*reader)->Feed(head);
+  feed(head);
   // One buffer for the whole file, read into in place (no zero fill per chunk).
   std::string chunk(options.chunk_bytes, '\0');
   while (more) {
     const size_t n = ReadInto(gz, chunk, read_error);
     more = n == chunk.size();
-    (*reader)->Feed(std::string_view(chunk.data(), n));
+    feed(std::string_view(chunk.data(), n));
   }
   (*reader)->Finish();
   r.kernel = (*reader)->stats();
-  r.bytes = r.kernel.bytes;
+  r.bytes = input_bytes;
+  if (json && (json->stats().bad || json->stats().oversized)) {
+    r.kernel.warnings.push_back(r.path + ": " + std::to_string(json->stats().bad) +
+                                " JSON record(s) unreadable or without a message, " +
+                                std::to_string(json->stats().oversized) + " over 1 MiB; skipped");
+  }
   if (r.kernel.aggregated) {
     r.kernel.warnings.push_back(r.path + ": " + std::to_string(r.kernel.aggregated) + " distinct line(s) past " +
                                 std::to_string(options.max_variants) +
@@ -217,7 +238,7 @@ Status ReadInput(const std::string& path, ReadContext ctx, Inputs& in) {
   ReadMore(gz->get(), head, kHeadBytes, read_error);
   if (head.empty() && !read_error.empty()) return Status(StatusCode::kIoError, path + ": " + read_error);
   r.format = SniffSnapshot(head);
-  if (r.format == SnapshotFormat::kKernelLog) {
+  if (IsKernelLogFormat(r.format)) {
     ReadKernelLog(gz->get(), std::move(head), ctx, r, in, read_error);
   } else {
     ctx.snapshot.scrape_time_ns = ScrapeTime(path, ctx.now_ns);
@@ -291,7 +312,7 @@ Outcome Split(std::vector<Diagnosis> dx) {
 
 Json InputJson(const InputReport& r) {
   Json j{{"path", r.path}, {"format", ToString(r.format)}, {"bytes", r.bytes}, {"observations", r.observations}};
-  if (r.format == SnapshotFormat::kKernelLog) {
+  if (IsKernelLogFormat(r.format)) {
     const KernelLogStats& s = r.kernel;
     j.update({{"lines", s.lines},
               {"classified_lines", s.classified_lines},
@@ -338,7 +359,7 @@ std::string Summary(const std::vector<InputReport>& reports) {
   for (const InputReport& r : reports) {
     if (!r.error.empty()) {
       ++skipped;
-    } else if (r.format == SnapshotFormat::kKernelLog) {
+    } else if (IsKernelLogFormat(r.format)) {
       ++logs, lines += r.kernel.lines, classified += r.kernel.classified_lines;
     } else {
       ++snapshots, observations += r.observations;

@@ -1,11 +1,14 @@
 #include "engine/offline/snapshot.h"
 
+#include "parse/json_log.h"
+
 #include <algorithm>
 #include <exception>
 #include <optional>
 
 #include "core/json.h"
 #include "parse/dcgm_map.h"
+#include "parse/json_log.h"
 #include "parse/log_line.h"
 
 namespace faultline {
@@ -308,6 +311,10 @@ std::string_view ToString(SnapshotFormat format) {
       return "json";
     case SnapshotFormat::kPrometheus:
       return "prometheus";
+    case SnapshotFormat::kJournalJson:
+      return "journal_json";
+    case SnapshotFormat::kDmesgJson:
+      return "dmesg_json";
   }
   return "unknown";
 }
@@ -317,7 +324,17 @@ SnapshotFormat SniffSnapshot(std::string_view head) {
   const size_t start = SkipSpace(head, 0);
   if (start >= head.size()) return SnapshotFormat::kKernelLog;
   const std::string_view line = LineAt(head, start);
-  if (line[0] == '{') return SnapshotFormat::kJson;
+  if (line[0] == '{' || line[0] == '\x1e') {
+    switch (SniffJsonLog(head.substr(start))) {
+      case JsonLogForm::kJournal:
+        return SnapshotFormat::kJournalJson;
+      case JsonLogForm::kDmesg:
+        return SnapshotFormat::kDmesgJson;
+      case JsonLogForm::kNone:
+        break;
+    }
+    return SnapshotFormat::kJson;
+  }
   if (line[0] == '[') return LooksLikeKernelLine(line) ? SnapshotFormat::kKernelLog : SnapshotFormat::kJson;
   if (line.starts_with("# HELP ") || line.starts_with("# TYPE ") || line.starts_with("DCGM_FI_")) {
     return SnapshotFormat::kPrometheus;
@@ -332,6 +349,8 @@ Result<Snapshot> ParseSnapshot(std::string_view text, SnapshotFormat format, con
     case SnapshotFormat::kPrometheus:
       return ParsePrometheus(text, options);
     case SnapshotFormat::kKernelLog:
+    case SnapshotFormat::kJournalJson:
+    case SnapshotFormat::kDmesgJson:
       break;
   }
   return Status(StatusCode::kInvalidArgument, "kernel logs are read by KernelLogReader, not ParseSnapshot");

@@ -32,11 +32,18 @@
 
 namespace faultline {
 
-enum class SnapshotFormat { kKernelLog, kJson, kPrometheus };
+// kJournalJson / kDmesgJson are kernel logs saved as JSON (parse/json_log.h): read, like
+// kKernelLog, by KernelLogReader after JsonLogToText turns them back into lines.
+enum class SnapshotFormat { kKernelLog, kJson, kPrometheus, kJournalJson, kDmesgJson };
 std::string_view ToString(SnapshotFormat format);
+// Whether the format is read by KernelLogReader (a kernel log, as text or as JSON).
+inline bool IsKernelLogFormat(SnapshotFormat f) {
+  return f == SnapshotFormat::kKernelLog || f == SnapshotFormat::kJournalJson || f == SnapshotFormat::kDmesgJson;
+}
 
 // Decides from the first bytes of an input (a few KiB is plenty; the whole input works
-// too). Skips a UTF-8 BOM and leading blank space. '{' = JSON; '[' = JSON unless the
+// too). Skips a UTF-8 BOM and leading blank space. '{' = journal or dmesg JSON when the
+// first record reads as one (parse/json_log.h), else JSON; '[' = JSON unless the
 // first line reads as a kernel log line (a dmesg stamp of any form: "[  12.345678] ...",
 // "[Tue Mar ...] ...", "[  +0.000844] ...", or a bare message like "[drm] ..." whose
 // bracket is not followed by a JSON value); a
