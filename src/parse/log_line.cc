@@ -310,10 +310,74 @@ bool IsKmsgDictionaryLine(std::string_view line) {
   return false;
 }
 
+// One header field of an RFC 5424 line; "-" is the nil value.
+bool NextField(std::string_view& s, std::string_view& field) {
+  const size_t sp = s.find(' ');
+  if (sp == std::string_view::npos || sp == 0) return false;
+  field = s.substr(0, sp);
+  s.remove_prefix(sp + 1);
+  return true;
+}
+
+// Skips RFC 5424 structured data: "-" or "[id k=\"v\" ...]" elements, where a quoted
+// value may hold ' ', ']' and backslash escapes.
+bool SkipStructuredData(std::string_view& s) {
+  if (s.starts_with("-")) {
+    s.remove_prefix(s.size() > 1 && s[1] == ' ' ? 2 : 1);
+    return true;
+  }
+  size_t i = 0;
+  while (i < s.size() && s[i] == '[') {
+    bool quoted = false;
+    for (++i; i < s.size(); ++i) {
+      if (quoted && s[i] == '\\') {
+        ++i;
+      } else if (s[i] == '"') {
+        quoted = !quoted;
+      } else if (!quoted && s[i] == ']') {
+        break;
+      }
+    }
+    if (i >= s.size()) return false;
+    ++i;
+  }
+  if (i == 0) return false;
+  s.remove_prefix(i < s.size() && s[i] == ' ' ? i + 1 : i);
+  return true;
+}
+
+// RFC 5424 (what rsyslog and syslog-ng forward): "1 TIMESTAMP HOST APP PROCID MSGID SD MSG",
+// the "<PRI>" already taken off. Only the version 1 exists.
+bool ParseRfc5424(std::string_view s, LogLine& out) {
+  if (!s.starts_with("1 ")) return false;
+  s.remove_prefix(2);
+  std::string_view stamp, host, app, procid, msgid;
+  if (!NextField(s, stamp) || !NextField(s, host) || !NextField(s, app) || !NextField(s, procid) ||
+      !NextField(s, msgid)) {
+    return false;
+  }
+  std::optional<int64_t> t;
+  if (stamp != "-" && !(t = ParseIso8601(stamp))) return false;
+  if (!SkipStructuredData(s)) return false;
+  if (s.starts_with("\xEF\xBB\xBF")) s.remove_prefix(3);  // MSG may start with a BOM
+  out.format = LogFormat::kRfc5424;
+  out.time_ns = t.value_or(0);
+  if (host != "-") out.host = host;
+  if (app != "-") out.tag = app;
+  out.message = s;
+  int64_t mono = 0;
+  size_t off = 0;
+  if (out.tag == "kernel" && ParseBracketUptime(out.message, mono, off)) {
+    out.mono_us = mono;
+    out.message = out.message.substr(off);
+  }
+  return true;
+}
+
 bool ParsePrefixed(std::string_view line, int64_t reference_ns, LogLine& out) {
   const char c = line[0];
   if (IsDigit(c)) {
-    return ParseKmsgRaw(line, out) || ParseIsoPrefixed(line, out) || ParseUnixPrefixed(line, out) ||
+    return ParseRfc5424(line, out) || ParseKmsgRaw(line, out) || ParseIsoPrefixed(line, out) || ParseUnixPrefixed(line, out) ||
            ParseTimeOfDay(line, out);
   }
   if (c == '[') return ParseBracketed(line, reference_ns, out);
@@ -388,6 +452,8 @@ std::string_view ToString(LogFormat f) {
       return "iso";
     case LogFormat::kUnix:
       return "unix";
+    case LogFormat::kRfc5424:
+      return "rfc5424";
     case LogFormat::kTimeOfDay:
       return "time-of-day";
   }

@@ -16,6 +16,8 @@
 //   journalctl short-unix
 //                   "1737434504.283302 host kernel: msg"
 //   time of day     "18:27:36 kernel: msg" (no date: undated)
+//   RFC 5424 syslog "<3>1 2025-01-21T04:41:44.283Z host kernel - - - msg" (forwarded by rsyslog/syslog-ng;
+//                   the structured data "[id k="v"]" is skipped)
 //   plain           anything else: the whole line is the message
 // Indented lines (a leading blank, or a message that starts with a blank after its
 // prefix) are continuation lines of the message before them: `indented` is set and the
@@ -44,6 +46,7 @@ enum class LogFormat : uint8_t {
   kIso,
   kUnix,       // journalctl -o short-unix
   kTimeOfDay,  // "18:27:36 kernel: msg"
+  kRfc5424,    // "<3>1 2025-01-21T04:41:44.283Z host app procid msgid [sd] msg"
 };
 
 struct LogLine {

@@ -118,6 +118,19 @@ std::vector<FormCase> Cases() {
        {},
        "gpu-a17",
        "kernel"},
+      // RFC 5424, as rsyslog/syslog-ng forward it: nil fields, structured data with a
+      // quoted ']' and an escaped quote, a BOM before the message, a zone offset
+      {"<3>1 2025-02-14T07:03:59.012345Z gpu-a17 kernel - - - " + m,
+       LogFormat::kRfc5424,
+       Utc("2025-02-14T07:03:59.012345Z"),
+       {},
+       "gpu-a17",
+       "kernel"},
+      {"<4>1 2025-02-14T08:03:59+01:00 n7.example kernel 0 KERN [meta sequenceId=\"12\" note=\"a ] \\\"b\"][x@1 y=\"z\"] " + m,
+       LogFormat::kRfc5424, Utc("2025-02-14T07:03:59Z"), {}, "n7.example", "kernel"},
+      {"<3>1 2025-02-14T07:03:59Z gpu-a17 kernel - - - \xEF\xBB\xBF[ 5501.000250] " + m, LogFormat::kRfc5424,
+       Utc("2025-02-14T07:03:59Z"), 5501000250, "gpu-a17", "kernel"},
+      {"<3>1 - - kernel - - - " + m, LogFormat::kRfc5424, 0, {}, "", "kernel"},
       // raw /dev/kmsg record, and journalctl -o cat with its tag
       {"4,1234,991250000,-;" + m, LogFormat::kKmsgRaw, 0, 991250000, "", ""},
       {"kernel: " + m, LogFormat::kPlain, 0, {}, "", "kernel"},
