@@ -313,7 +313,7 @@ bool ParseAer(std::string_view rest, KernelEvent& ev) {
     ev.message = rest;
     return true;
   }
-  if (StartsWith(rest, "device [") && Contains(rest, "error status/mask=")) {
+  if ((StartsWith(rest, "device [") && Contains(rest, "error status/mask=")) || StartsWith(rest, "aer_status: ")) {
     ev.type = KT::kAerStatus;
     ev.message = rest;
     return true;
@@ -515,6 +515,19 @@ std::string_view McaSeverity(std::string_view msg) {
   return {};
 }
 
+std::string_view AerBitSeverity(std::string_view name) {
+  for (std::string_view c : {"RxErr", "BadTLP", "BadDLLP", "Rollover", "Timeout", "NonFatalErr", "CorrIntErr",
+                             "HeaderOF"}) {
+    if (name == c) return "Corrected";
+  }
+  for (std::string_view u : {"Undefined", "DLP", "SDES", "TLP", "FCP", "CmpltTO", "CmpltAbrt", "UnxCmplt", "RxOF",
+                             "MalfTLP", "ECRC", "UnsupReq", "ACSViol", "UncorrIntErr", "BlockedTLP",
+                             "AtomicOpBlocked", "TLPBlockedErr", "PoisonTLPBlocked"}) {
+    if (name == u) return "Uncorrected (Non-Fatal)";
+  }
+  return "";
+}
+
 std::string_view MemoryErrorLocation(std::string_view msg) {
   if (size_t p = msg.find("DIMM location: "); p != npos) {
     std::string_view v = Trim(msg.substr(p + 15));
@@ -547,6 +560,22 @@ std::string_view MemoryErrorLocation(std::string_view msg) {
   return {};
 }
 
+// "{3}[Hardware Error]: section_type: PCIe error": the kernel's print of a firmware-first
+// error record (APEI GHES, UEFI CPER), one field per line under one record number.
+bool ParseGhes(std::string_view msg, KernelEvent& ev) {
+  if (msg.size() < 4 || msg[0] != '{') return false;
+  size_t pos = 1;
+  int64_t record = 0;
+  if (!ReadInt(msg, pos, record) || pos >= msg.size() || msg[pos] != '}') return false;
+  std::string_view rest = msg.substr(pos + 1);
+  if (!StartsWith(rest, "[Hardware Error]:")) return false;
+  ev.type = KT::kGhes;
+  ev.code = record;
+  ev.detail = Trim(rest.substr(17));
+  ev.message = msg;
+  return true;
+}
+
 KernelEvent ClassifyKernelMessage(std::string_view msg) {
   KernelEvent ev;
   msg = Trim(msg);
@@ -558,6 +587,7 @@ KernelEvent ClassifyKernelMessage(std::string_view msg) {
       return ParseNvrm(msg, ev);
     }
     if (Contains(msg, "SXid")) return ParseSxid(msg, ev);
+    if (ParseGhes(msg, ev)) return true;
     if (ParseHostAndHang(msg, ev)) return true;
     if (ParseUserFault(msg, ev)) return true;
     std::string_view rest = SplitDevicePrefix(msg, ev);
@@ -623,6 +653,8 @@ std::string_view ToString(KernelEventType t) {
       return "driver_mismatch";
     case KT::kRmInitFailed:
       return "rm_init_failed";
+    case KT::kGhes:
+      return "ghes";
   }
   return "none";
 }

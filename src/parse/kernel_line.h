@@ -28,7 +28,8 @@ enum class KernelEventType : uint8_t {
   kAerBusError,       // "<dev>: [AER: ]PCIe Bus Error: severity=..., type=..., (...)"; also the AER/DPC
                       // core's verdicts "AER: device recovery failed", "AER: can't recover (...)",
                       // "DPC: containment event": severity "Uncorrected (Fatal)", detail = the verdict
-  kAerStatus,         // "<dev>:   device [vvvv:dddd] error status/mask=..."
+  kAerStatus,         // "<dev>:   device [vvvv:dddd] error status/mask=...", or the firmware-first
+                      // form "<dev>: AER: aer_status: 0x..., aer_mask: 0x..."
   kAerBit,            // "<dev>:    [ 0] RxErr   (First)"
   kMce,               // "mce: [Hardware Error]: ..." (severity from the bank status: CE/UE, else "")
   kEdac,              // "EDAC MC0: 1 CE memory read error on ..." (CE or UE); detail = DIMM location;
@@ -45,6 +46,9 @@ enum class KernelEventType : uint8_t {
   kOomKill,         // "Out of memory: Killed process pid (proc) ..."
   kDriverMismatch,  // "NVRM: API mismatch: the client has the version ..."
   kRmInitFailed,    // "NVRM: [GPU bdf: ]RmInitAdapter failed! (0x22:0x56:742)"
+  kGhes,            // "{3}[Hardware Error]: <field>": one line of a firmware-first (APEI GHES / CPER)
+                    // record; code = the record number, detail = the field text ("event severity:
+                    // corrected", "section_type: PCIe error", "device_id: 0000:3b:00.0", ...)
 };
 
 struct KernelEvent {
@@ -83,6 +87,13 @@ std::string_view McaSeverity(std::string_view msg);
 // The memory location an EDAC / GHES line names, as printed: "CPU_SrcID#0_MC#0_Chan#1_DIMM#0",
 // "mc#0csrow#3channel#1", "DIMM_A1", "channel:1 slot:0", a "DIMM location: X" value; "" when
 // the line names none. A view into `msg`.
+// The AER severity an error-bit name belongs to, for a bit line printed without its
+// "PCIe Bus Error: severity=..." header (firmware-first logs, a cut paste): "Corrected"
+// for the correctable-status names (RxErr, BadTLP, BadDLLP, Rollover, Timeout,
+// NonFatalErr, CorrIntErr, HeaderOF), "Uncorrected (Non-Fatal)" for the uncorrectable
+// ones, "" for a name that is neither (never guessed).
+std::string_view AerBitSeverity(std::string_view name);
+
 std::string_view MemoryErrorLocation(std::string_view msg);
 
 std::string_view ToString(KernelEventType t);

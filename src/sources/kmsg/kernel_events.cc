@@ -116,6 +116,10 @@ bool KernelEventAssembler::Feed(const LogLine& line, std::string_view raw, std::
     ev = ClassifyKernelMessage(line.message.substr(line.message.find("NVRM:")));
   }
   if (ev.type == KT::kNone) return AttachUnclassified(line, raw);
+  if (ev.type == KT::kGhes) {
+    FeedGhes(ev, line, raw, out);
+    return true;
+  }
   if (MergeIntoPending(ev, raw)) return true;
   Flush(out);
   Emit(ev, line, raw, out);
@@ -199,10 +203,79 @@ void KernelEventAssembler::Emit(const KernelEvent& ev, const LogLine& line, std:
       return;
     case KT::kSxidDetail:  // its SXid is not the pending record (switches interleave): switch data, never a program's
       return;
+    case KT::kAerBit:  // no header of this device before it (firmware-first log, a cut paste)
+      EmitOrphanAerBit(ev, o, out);
+      return;
+    case KT::kAerStatus:  // status words without their header: nothing to place
+      return;
     default:
       EmitHostEvent(ev, o, out);
       return;
   }
+}
+
+void KernelEventAssembler::EmitOrphanAerBit(const KernelEvent& ev, Observation& o, std::vector<Observation>& out) {
+  const std::string_view severity = AerBitSeverity(ev.detail);
+  const std::string bdf = Bdf(ev.device);
+  if (severity.empty() || bdf.empty()) return;  // a severity is never guessed
+  o.layer = Layer::kFabric;
+  o.kind = ObsKind::kPcieAer;
+  o.value = 1;
+  o.component = PcieComponent(bdf);
+  SetIf(o.component.keys, "driver", ev.driver);
+  o.attrs["severity"] = Str(severity);
+  o.attrs["errors"] = Str(ev.detail);
+  pending_ = std::move(o);  // further bits of the same device merge into it
+  (void)out;
+}
+
+// Firmware-first errors (APEI GHES): the kernel prints the platform's record one field per
+// line, "{N}[Hardware Error]: ...". A PCIe section becomes one AER record on its device,
+// with the record's severity, and takes the record's later lines (and the device's own
+// "AER: aer_status" / "[ 0] RxErr" lines printed after it) as evidence.
+void KernelEventAssembler::FeedGhes(const KernelEvent& ev, const LogLine& line, std::string_view raw,
+                                    std::vector<Observation>& out) {
+  const std::string_view d = ev.detail;
+  const bool ours = pending_ && pending_->kind == ObsKind::kPcieAer && ev.code == ghes_record_ &&
+                    pending_->attrs.count("ghes_record") != 0;
+  if (ev.code != ghes_record_ || StartsWith(d, "Hardware error from APEI")) {
+    Flush(out);
+    ghes_record_ = ev.code;
+    ghes_severity_.clear();
+    ghes_section_.clear();
+    return;
+  }
+  if (StartsWith(d, "event severity:")) {
+    ghes_severity_ = Str(Trim(d.substr(15)));
+  } else if (StartsWith(d, "Error ") && Contains(d, ", type:")) {
+    Flush(out);  // a new section of the same record
+    ghes_section_.clear();
+    ghes_severity_ = Str(Trim(d.substr(d.find(", type:") + 7)));
+    return;
+  } else if (StartsWith(d, "section_type:")) {
+    ghes_section_ = Str(Trim(d.substr(13)));
+  } else if (StartsWith(d, "device_id:") && Contains(ghes_section_, "PCIe")) {
+    const std::string bdf = Bdf(Trim(d.substr(10)));
+    if (!bdf.empty()) {
+      Flush(out);
+      Observation o = Base(line, raw);
+      o.layer = Layer::kFabric;
+      o.kind = ObsKind::kPcieAer;
+      o.value = 1;
+      o.component = PcieComponent(bdf);
+      o.component.keys["driver"] = "ghes";
+      const std::string sev = ghes_severity_;
+      o.attrs["severity"] = sev == "fatal"         ? "Uncorrected (Fatal)"
+                            : sev == "recoverable" ? "Uncorrected (Non-Fatal)"
+                                                   : "Corrected";  // corrected, info
+      o.attrs["type"] = "firmware-first (GHES)";
+      o.attrs["ghes_record"] = std::to_string(ev.code);
+      o.text = "firmware-first PCIe error, event severity: " + (sev.empty() ? std::string("unknown") : sev);
+      pending_ = std::move(o);
+      return;
+    }
+  }
+  if (ours) AppendRaw(raw);
 }
 
 void KernelEventAssembler::EmitGpuEvent(const KernelEvent& ev, Observation& o, std::vector<Observation>& out) {
@@ -350,10 +423,14 @@ void KernelEventAssembler::EmitHostEvent(const KernelEvent& ev, Observation& o, 
     case KT::kHungTask:
       o.kind = ObsKind::kKernelHang;
       break;
-    default:  // segfault, trap, OOM kill
+    case KT::kSegfault:
+    case KT::kTrap:
+    case KT::kOomKill:
       o.kind = ObsKind::kAppFault;
       SetIf(o.attrs, "library", ev.detail);
       break;
+    default:  // a kind with no host meaning: never guessed into a program's fault
+      return;
   }
   out.push_back(std::move(o));
 }

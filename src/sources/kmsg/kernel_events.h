@@ -51,6 +51,8 @@ class KernelEventAssembler {
   void EmitGpuEvent(const KernelEvent& ev, Observation& o, std::vector<Observation>& out);
   void EmitPcieEvent(const KernelEvent& ev, Observation& o, std::vector<Observation>& out);
   void EmitHostEvent(const KernelEvent& ev, Observation& o, std::vector<Observation>& out);
+  void EmitOrphanAerBit(const KernelEvent& ev, Observation& o, std::vector<Observation>& out);
+  void FeedGhes(const KernelEvent& ev, const LogLine& line, std::string_view raw, std::vector<Observation>& out);
 
   KernelEventsOptions options_;
   std::optional<Observation> pending_;                        // AER or SXid record still taking continuation lines
@@ -61,6 +63,11 @@ class KernelEventAssembler {
   std::array<std::pair<std::string, std::string>, 8> bdf_memo_;  // printed -> normalized
   size_t bdf_memo_next_ = 0;
   std::string last_uuid_bdf_;  // "GPU at PCI:" line, for the serial line after it
+  // The firmware-first (GHES) record being printed: its number, and the severity and
+  // section type of its current section.
+  int64_t ghes_record_ = -1;
+  std::string ghes_severity_;
+  std::string ghes_section_;
 };
 
 }  // namespace faultline

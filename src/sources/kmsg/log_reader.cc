@@ -27,6 +27,7 @@ constexpr std::string_view kTriggers[] = {
     "DPC: ",
     ":    [",  // AER error-bit lines: "<dev>:    [ 0] RxErr"
     "mce: ",
+    "[Hardware Error]",  // firmware-first (GHES) records: "{3}[Hardware Error]: ..."
     "EDAC ",
     "mlx5_core",
     "soft lockup",
