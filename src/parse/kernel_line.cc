@@ -277,8 +277,11 @@ bool ParseNvrm(std::string_view msg, KernelEvent& ev) {
 // The AER / DPC core's own verdict on an uncorrectable error: the link could not be
 // recovered (or was contained by DPC). Reported as a fatal bus error on that device.
 bool ParseAerVerdict(std::string_view rest, KernelEvent& ev) {
-  for (std::string_view verdict :
-       {"device recovery failed", "can't recover", "subordinate device reset failed", "DPC: containment event"}) {
+  // pciehp's "Slot(N): Link Down" / "Card not present" on the port above a GPU: the
+  // device is gone from the bus, like a surprise down, whatever follows from the driver.
+  for (std::string_view verdict : {"device recovery failed", "can't recover", "subordinate device reset failed",
+                                   "DPC: containment event", "Link Down", "Card not present"}) {
+    if ((verdict == "Link Down" || verdict == "Card not present") && !StartsWith(rest, "pciehp: ")) continue;
     if (Contains(rest, verdict)) {
       ev.type = KT::kAerBusError;
       ev.severity = "Uncorrected (Fatal)";

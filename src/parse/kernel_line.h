@@ -27,7 +27,8 @@ enum class KernelEventType : uint8_t {
   kAerReceived,       // "<port>: AER: [Multiple] Corrected error received: <source bdf>"
   kAerBusError,       // "<dev>: [AER: ]PCIe Bus Error: severity=..., type=..., (...)"; also the AER/DPC
                       // core's verdicts "AER: device recovery failed", "AER: can't recover (...)",
-                      // "DPC: containment event": severity "Uncorrected (Fatal)", detail = the verdict
+                      // "DPC: containment event", and pciehp's "Slot(N): Link Down" / "Card not present":
+                      // severity "Uncorrected (Fatal)", detail = the verdict
   kAerStatus,         // "<dev>:   device [vvvv:dddd] error status/mask=...", or the firmware-first
                       // form "<dev>: AER: aer_status: 0x..., aer_mask: 0x..."
   kAerBit,            // "<dev>:    [ 0] RxErr   (First)"

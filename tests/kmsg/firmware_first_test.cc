@@ -113,3 +113,24 @@ TEST(FirmwareFirstTest, BitSeverityTable) {
 
 }  // namespace
 }  // namespace faultline
+
+namespace faultline {
+namespace {
+
+TEST(HotplugTest, SlotLinkDownAboveAGpuIsAFatalLinkEventOnThePort) {
+  auto obs = Read(
+      "[  200.000000] pcieport 0000:3a:00.0: pciehp: Slot(6): Link Down\n"
+      "[  200.000100] pcieport 0000:3a:00.0: pciehp: Slot(6): Card not present\n"
+      "[  200.500000] NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n");
+  auto aer = OfKind(obs, ObsKind::kPcieAer);
+  ASSERT_EQ(aer.size(), 2u);
+  EXPECT_EQ(aer[0].component.Id(), "pcie/0000:3a:00.0");
+  EXPECT_EQ(aer[0].attrs.at("severity"), "Uncorrected (Fatal)");
+  EXPECT_EQ(aer[0].attrs.at("type"), "Link Down");
+  // Only pciehp's own lines: "Link Down" in some other driver's message is not a verdict.
+  EXPECT_TRUE(OfKind(Read("[ 1.0] pcieport 0000:3a:00.0: some driver: Link Down\n"), ObsKind::kPcieAer).empty());
+  EXPECT_TRUE(OfKind(Read("[ 1.0] pcieport 0000:3a:00.0: pciehp: Slot(6): Link Up\n"), ObsKind::kPcieAer).empty());
+}
+
+}  // namespace
+}  // namespace faultline

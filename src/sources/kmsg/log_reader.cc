@@ -25,6 +25,7 @@ constexpr std::string_view kTriggers[] = {
     "PCIe Bus Error",
     "error status/mask",
     "DPC: ",
+    "pciehp: ",
     ":    [",  // AER error-bit lines: "<dev>:    [ 0] RxErr"
     "mce: ",
     "[Hardware Error]",  // firmware-first (GHES) records: "{3}[Hardware Error]: ..."
