@@ -10,6 +10,8 @@ PACKAGES=(
   libvectorscan-dev libcpp-httplib-dev libyaml-cpp-dev libtomlplusplus-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   openssl curl sqlite3 gzip
+  slurm-wlm munge   # tests/actions/slurm_real_test.sh runs a real slurmctld + slurmd
+  prometheus  # tests/api/prometheus_test.sh: Prometheus scrapes `faultline serve`; promtool
 )
 
 missing=()

@@ -13,7 +13,10 @@ constexpr Registrar kCommands[] = {
     faultline::cli::AddCollectNvmlCommand,  faultline::cli::AddCollectDcgmCommand,
     faultline::cli::AddCollectSysfsCommand, faultline::cli::AddCollectRedfishCommand,
     faultline::cli::AddCollectIpmiCommand,  faultline::cli::AddAgentCommand,
-    faultline::cli::AddWhySlowCommand,      faultline::cli::AddSimDelegates,
+    faultline::cli::AddWhySlowCommand,      faultline::cli::AddServeCommand,
+    faultline::cli::AddRmaBundleCommand,    faultline::cli::AddCheckCommand,
+    faultline::cli::AddResolveCommand,
+    faultline::cli::AddSimDelegates,
 };
 
 }  // namespace

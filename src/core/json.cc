@@ -117,6 +117,7 @@ void to_json(Json& j, const Finding& v) {
            {"summary", v.summary},
            {"evidence", v.evidence}};
   if (!v.attrs.empty()) j["attrs"] = v.attrs;
+  if (!v.key.empty()) j["key"] = v.key;
 }
 
 void from_json(const Json& j, Finding& v) {
@@ -132,6 +133,7 @@ void from_json(const Json& j, Finding& v) {
   Optional(j, "summary", v.summary);
   Optional(j, "evidence", v.evidence);
   Optional(j, "attrs", v.attrs);
+  Optional(j, "key", v.key);
 }
 
 void to_json(Json& j, const RuledOut& v) {

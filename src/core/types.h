@@ -197,6 +197,12 @@ struct Finding {
   std::string summary;
   std::vector<Evidence> evidence;
   std::map<std::string, std::string> attrs;  // rule-specific facts (e.g. "sympathetic": "true")
+  // The event's identity, set by the detector when it starts the finding and never changed
+  // as the finding grows: the rule and the event's own identity (e.g. "xid13|<bdf>|<unit>"
+  // plus the time of its first line), never evidence text. With layer, class and component
+  // it tells findings apart across evaluations and restarts (daemon/pipeline.h FindingKey).
+  // "" = the detector sets none (the pipeline then falls back to the first evidence line).
+  std::string key;
   bool operator==(const Finding&) const = default;
 };
 

@@ -1,5 +1,6 @@
 #include "daemon/agent.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -109,13 +110,15 @@ void Agent::PollOne(SourceState& s) {
   if (s.failing) logger_.Info("source " + s.source->name() + " recovered");
   s.failing = false;
   s.backoff_ns = 0;
-  for (const std::string& w : batch->warnings) logger_.Debug("source " + s.source->name() + ": " + w);
+  warnings_.Report(s.source->name(), batch->warnings, clock_.MonotonicNs());
   lock.unlock();  // the pipeline serialises itself; keep the agent lock short
   if (!StoreBatch(s, *batch)) s.unstored = std::move(batch).value();
 }
 
 bool Agent::StoreBatch(SourceState& s, SourceBatch& batch) {
-  auto stats = pipeline_->TryIngest(s.source->layer(), batch);
+  size_t critical = 0;
+  auto stats = pipeline_->TryIngest(s.source->layer(), batch, &critical);
+  if (stats.ok() && critical > 0) RequestEvaluation();
   std::lock_guard<std::mutex> lock(mu_);
   if (!stats.ok()) {
     ++stats_.store_failures;
@@ -137,8 +140,29 @@ bool Agent::StoreBatch(SourceState& s, SourceBatch& batch) {
   return true;
 }
 
+void Agent::RequestEvaluation() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.critical_batches;
+    if (evaluation_requested_) return;  // one is pending already: it will see this batch too
+    evaluation_requested_ = true;
+  }
+  evaluate_wake_.notify_one();
+}
+
+void Agent::SetEvaluationListener(EvaluationListener listener) {
+  std::lock_guard<std::mutex> lock(mu_);
+  listener_ = std::move(listener);
+}
+
 Status Agent::EvaluateNow() {
   auto result = pipeline_->Evaluate(clock_.NowNs());
+  EvaluationListener listener;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    listener = listener_;
+  }
+  if (result.ok() && listener) listener(*result, clock_.MonotonicNs());
   std::lock_guard<std::mutex> lock(mu_);
   ++stats_.evaluations;
   if (!result.ok()) {
@@ -203,16 +227,52 @@ bool Agent::WaitFor(int64_t ns) {
   return !stop_requested_;
 }
 
+bool Agent::WaitForNextPoll(SourceState& s) {
+  // A failing source or one holding a refused batch keeps its back-off / interval: data
+  // arriving must not turn its retries into a busy loop.
+  if (!s.failing && !s.unstored && s.source->CanWaitForData()) {
+    s.source->WaitForData(s.interval_ns);  // returns at Cancel(), which RequestStop calls
+    std::lock_guard<std::mutex> lock(mu_);
+    return !stop_requested_;
+  }
+  return WaitFor(s.failing ? s.backoff_ns : s.interval_ns);
+}
+
+namespace {
+// Names the calling thread "fl-<what>" (15 bytes at most), so `top -H`, perf and the
+// agent-rest bench can tell where an idle agent's time goes.
+void NameThisThread(const std::string& what) {
+  const std::string name = ("fl-" + what).substr(0, 15);
+  (void)pthread_setname_np(pthread_self(), name.c_str());
+}
+}  // namespace
+
 void Agent::SourceLoop(SourceState& s) {
+  NameThisThread(s.source->name());
   do {
     PollOne(s);
-  } while (WaitFor(s.failing ? s.backoff_ns : s.interval_ns));
+  } while (WaitForNextPoll(s));
   s.source->Shutdown();
 }
 
 void Agent::EvaluateLoop() {
+  NameThisThread("evaluate");
   int64_t last_retention = clock_.MonotonicNs();
-  while (WaitFor(config_.agent.evaluate_interval_ns)) {
+  for (;;) {
+    // Sleep until the evaluate interval has passed since the last evaluation, an
+    // on-demand request (a critical observation was stored), or stop. A request made
+    // while an evaluation runs stays pending and is served right after it: at most one
+    // in flight and one pending, however many critical batches arrive.
+    bool on_demand = false;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      evaluate_wake_.wait_for(lock, std::chrono::nanoseconds(config_.agent.evaluate_interval_ns),
+                              [this] { return stop_requested_ || evaluation_requested_; });
+      if (stop_requested_) break;
+      on_demand = evaluation_requested_;
+      evaluation_requested_ = false;
+      if (on_demand) ++stats_.evaluations_on_demand;
+    }
     (void)EvaluateNow();
     if (clock_.MonotonicNs() - last_retention >= config_.agent.retention_interval_ns) {
       last_retention = clock_.MonotonicNs();
@@ -251,6 +311,7 @@ void Agent::RequestStop() {
     stop_requested_ = true;
   }
   wake_.notify_all();
+  evaluate_wake_.notify_all();
   for (auto& s : sources_) s->source->Cancel();
 }
 
@@ -275,6 +336,10 @@ Status Agent::Stop() {
     }
   }
   Status eval = EvaluateNow();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    warnings_.Flush();  // repeats counted since their last line are not lost at stop
+  }
   Status closed = store_->Close();
   std::lock_guard<std::mutex> lock(mu_);
   stopped_ = true;

@@ -15,11 +15,20 @@
 //  - RunOnce(): polls every source once, in order, on the calling thread, then
 //    evaluates: deterministic for tests and the simulator with a FakeClock.
 // RunFor(d) = Start, wait d (or until RequestStop), Stop.
+//
+// Evaluation (threads): every evaluate_interval, and at once when a stored batch held a
+// critical observation (engine/detect/critical.h: XID 79/48/64/74/94/95/119 and other
+// fatal XIDs, fatal SXid, fatal AER, PSU/leak at Critical, GPU lost). Requests coalesce:
+// at most one evaluation runs and at most one is pending, so a storm of critical lines
+// costs a handful of evaluations, not one per line. Sources that can wait for input
+// (AgentSource::CanWaitForData: the kernel log) block in it between polls and are polled
+// as soon as a line is there.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -31,6 +40,7 @@
 #include "daemon/config.h"
 #include "daemon/log.h"
 #include "daemon/pipeline.h"
+#include "daemon/warning_log.h"
 #include "daemon/source.h"
 
 namespace faultline {
@@ -46,6 +56,8 @@ struct AgentStats {
   uint64_t observations_duplicate = 0;
   uint64_t store_failures = 0;  // batches the store refused (disk full...), each held and retried
   uint64_t evaluations = 0;
+  uint64_t critical_batches = 0;       // stored batches that held a critical observation
+  uint64_t evaluations_on_demand = 0;  // evaluations run early because of one (coalesced)
   uint64_t findings_stored = 0;
   uint64_t diagnoses_stored = 0;
   uint64_t retention_runs = 0;
@@ -91,6 +103,13 @@ class Agent {
   // Start, run for `duration` or until RequestStop, Stop.
   Status RunFor(std::chrono::nanoseconds duration);
 
+  // Called on the evaluating thread after every evaluation whose writes are committed
+  // (finding and diagnosis rows), with its result and the CLOCK_MONOTONIC time it ended
+  // (the bench's fault-to-diagnosis latency). Set before Start(); must not call back into
+  // the agent.
+  using EvaluationListener = std::function<void(const EvaluateResult&, int64_t done_mono_ns)>;
+  void SetEvaluationListener(EvaluationListener listener);
+
   AgentStats stats() const;
   std::vector<Diagnosis> LastDiagnoses() const;
   const std::string& node() const { return node_; }
@@ -109,12 +128,18 @@ class Agent {
   void ApplyRetention();
   // Waits up to `ns` or until stop; false when stopping.
   bool WaitFor(int64_t ns);
+  // Between two polls of a source: blocks in its WaitForData when it can and is healthy,
+  // else sleeps its interval (or back-off); false when stopping.
+  bool WaitForNextPoll(SourceState& s);
+  // Asks the evaluator thread for an evaluation now (coalesced with a pending one).
+  void RequestEvaluation();
   int64_t IntervalFor(const AgentSource& s) const;
 
   AgentConfig config_;
   std::string node_;
   const Clock& clock_;
   Logger& logger_;
+  WarningLog warnings_{logger_};  // source warnings: each kind once per hour, repeats counted (mu_)
   std::unique_ptr<Topology> topology_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Pipeline> pipeline_;
@@ -122,6 +147,9 @@ class Agent {
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
+  std::condition_variable evaluate_wake_;  // the evaluator: timer, on-demand request, stop
+  bool evaluation_requested_ = false;      // one pending on-demand evaluation
+  EvaluationListener listener_;
   bool stop_requested_ = false;
   bool running_ = false;
   bool stopped_ = false;

@@ -1,156 +1,71 @@
 #include "daemon/change_filter.h"
 
 #include <algorithm>
-#include <array>
-#include <string_view>
+#include <cmath>
 
 namespace faultline::daemon {
-namespace {
 
-// Kinds that report an event rather than sample a reading. Stored every time, whatever
-// the source (DCGM's last-XID gauge included). No default: a new kind must be placed.
-bool IsOneOffKind(ObsKind kind) {
-  switch (kind) {
-    case ObsKind::kXid:
-    case ObsKind::kSxid:
-    case ObsKind::kXidRecoveryAction:
-    case ObsKind::kGpuFellOffBus:
-    case ObsKind::kHostMemoryError:
-    case ObsKind::kAppFault:
-    case ObsKind::kKernelHang:
-    case ObsKind::kDriverError:
-    case ObsKind::kNicEvent:
-    case ObsKind::kSelEntry:
-    case ObsKind::kGpuLost:
-    case ObsKind::kStepTime:
-    case ObsKind::kThroughput:
-      return true;
-    case ObsKind::kPsuState:
-    case ObsKind::kTemperature:
-    case ObsKind::kVoltage:
-    case ObsKind::kPower:
-    case ObsKind::kPowerCapacity:
-    case ObsKind::kFanSpeed:
-    case ObsKind::kFanState:
-    case ObsKind::kCoolantTemp:
-    case ObsKind::kCoolantFlow:
-    case ObsKind::kPumpState:
-    case ObsKind::kLeak:
-    case ObsKind::kHealth:
-    case ObsKind::kEccSbe:
-    case ObsKind::kEccDbe:
-    case ObsKind::kRowRemapCorrectable:
-    case ObsKind::kRowRemapUncorrectable:
-    case ObsKind::kRowRemapPending:
-    case ObsKind::kRowRemapFailure:
-    case ObsKind::kRetiredPages:
-    case ObsKind::kRetiredPagesPending:
-    case ObsKind::kClockThrottle:
-    case ObsKind::kClock:
-    case ObsKind::kPowerLimit:
-    case ObsKind::kGpuIdentity:
-    case ObsKind::kPcieReplay:
-    case ObsKind::kPcieAer:  // from a polled source: the sysfs AER counters (kmsg's are never filtered)
-    case ObsKind::kPcieLinkWidth:
-    case ObsKind::kPcieLinkSpeed:
-    case ObsKind::kPcieLinkGen:
-    case ObsKind::kNvlinkState:
-    case ObsKind::kNvlinkCrcFlit:
-    case ObsKind::kNvlinkCrcData:
-    case ObsKind::kNvlinkReplay:
-    case ObsKind::kNvlinkRecovery:
-    case ObsKind::kIbPortState:
-    case ObsKind::kIbRate:
-    case ObsKind::kIbSymbolError:
-    case ObsKind::kIbLinkErrorRecovery:
-    case ObsKind::kIbLinkDowned:
-    case ObsKind::kIbRcvError:
-    case ObsKind::kIbLinkIntegrity:
-    case ObsKind::kIbXmitDiscards:
-    case ObsKind::kOther:
-      return false;
-  }
-  return true;
+std::vector<Deadband> DefaultDeadbands() {
+  // Board power wanders by watts at every sample under any load, clocks by a boost bin or
+  // two under a power cap, fan tachometers by tens of RPM: stored exactly, they are most
+  // of a healthy node's rows. No detector thresholds them (GPU power brakes are judged
+  // from the clock event reasons, chassis power from the BMC's chassis reading, fans from
+  // their state): docs/agent.md "Change-only storage".
+  return {
+      {Source::kNvml, ObsKind::kPower, 10, 0.05},      {Source::kDcgmExporter, ObsKind::kPower, 10, 0.05},
+      {Source::kNvml, ObsKind::kClock, 30, 0.05},      {Source::kDcgmExporter, ObsKind::kClock, 30, 0.05},
+      {Source::kRedfish, ObsKind::kFanSpeed, 0, 0.05},
+  };
 }
 
-// The attrs that name a series (what the collectors put there to tell two readings of one
-// component and kind apart), per source. Any other attr describes the reading and is
-// compared as content. A name missing here costs compression, never data: the readings
-// it separates then differ in content and are all stored.
-struct SeriesAttrs {
-  Source source;
-  std::array<std::string_view, 7> names;
-};
-constexpr SeriesAttrs kSeriesAttrs[] = {
-    // nvml_gpu_reader.cc: ECC volatile/aggregate + location, retired-page cause,
-    // gpu/memory temperature, sm/mem clock.
-    {Source::kNvml, {"counter", "location", "cause", "sensor", "clock"}},
-    // dcgm_fields.cc: each field's attr_key.
-    {Source::kDcgmExporter, {"counter", "location", "cause", "sensor", "clock", "metric", "scope"}},
-    // sysfs/collector.cc: AER counter name + correctable/nonfatal/fatal; IB counter file.
-    {Source::kSysfs, {"error", "severity", "counter"}},
-    // parse/redfish_map.cc: PSU input vs rail voltages, fan RPM vs %, redundancy groups,
-    // status conditions.
-    {Source::kRedfish, {"role", "data_source", "units", "scope", "redundancy", "message_id", "origin"}},
-};
-
-bool IsPolledSource(Source source) {
-  return std::any_of(std::begin(kSeriesAttrs), std::end(kSeriesAttrs),
-                     [source](const SeriesAttrs& s) { return s.source == source; });
-}
-
-void AppendField(std::string& key, std::string_view field) {
-  key += field;
-  key += '\x1f';  // unit separator: cannot occur in names the collectors write
-}
-
-}  // namespace
-
-bool IsPeriodicReading(const Observation& obs) {
-  return !obs.seq && IsPolledSource(obs.source) && !IsOneOffKind(obs.kind);
-}
-
-std::string SeriesKey(const Observation& obs) {
-  if (!IsPeriodicReading(obs)) return "";
-  std::string key;
-  AppendField(key, obs.node);
-  AppendField(key, ToString(obs.source));
-  AppendField(key, obs.component.Id());
-  AppendField(key, ToString(obs.kind));
-  for (const SeriesAttrs& s : kSeriesAttrs) {
-    if (s.source != obs.source) continue;
-    for (std::string_view name : s.names) {
-      if (name.empty()) continue;
-      auto it = obs.attrs.find(std::string(name));
-      if (it == obs.attrs.end()) continue;
-      AppendField(key, name);
-      AppendField(key, it->second);
-    }
-  }
-  return key;
-}
-
-ChangeFilter::ChangeFilter(ChangeFilterOptions options) : options_(options) {}
+ChangeFilter::ChangeFilter(ChangeFilterOptions options) : options_(std::move(options)) {}
 
 ChangeFilter::Content ChangeFilter::ContentOf(const Observation& obs) {
   return Content{obs.layer, obs.value, obs.code, obs.text, obs.component.keys, obs.attrs};
 }
 
-bool ChangeFilter::Keep(const Observation& obs) {
+// Exact comparison, except the value of a dead-banded kind, compared with the stored
+// value within its tolerance. Chassis power (Redfish) is not NVML's, so a (source, kind)
+// pair names a dead-band, never a kind alone.
+bool ChangeFilter::Unchanged(const Observation& obs, const Content& stored) const {
+  // Field by field on the observation itself: no copy of its maps for the common answer.
+  if (obs.layer != stored.layer || obs.code != stored.code || obs.text != stored.text ||
+      obs.component.keys != stored.keys || obs.attrs != stored.attrs) {
+    return false;
+  }
+  if (obs.value == stored.value) return true;
+  if (!obs.value || !stored.value || !std::isfinite(*obs.value) || !std::isfinite(*stored.value)) return false;
+  const auto band = std::find_if(options_.deadbands.begin(), options_.deadbands.end(),
+                                 [&obs](const Deadband& d) { return d.source == obs.source && d.kind == obs.kind; });
+  if (band == options_.deadbands.end()) return false;
+  const double tolerance = std::max(band->abs, band->rel * std::fabs(*stored.value));
+  return std::fabs(*obs.value - *stored.value) < tolerance;
+}
+
+StoreDecision ChangeFilter::Decide(const Observation& obs) {
   std::string key = SeriesKey(obs);
   // Without a time the heartbeat cannot be judged: store.
-  if (key.empty() || obs.time_ns == 0) return true;
+  if (key.empty() || obs.time_ns == 0) return StoreDecision::kStore;
   EvictStale(obs.time_ns);
   auto it = series_.find(key);
   if (it != series_.end()) {
     Point& p = it->second;
+    // A series not read for over two heartbeats (the agent was down, the source failed)
+    // starts a new stretch with a row: a stretch never spans a gap it did not see. Two,
+    // not one: a source polled exactly once per heartbeat (a multi-day simulation's
+    // schedule) must not store every reading.
+    const bool gap = obs.time_ns - p.seen_ns > 2 * options_.heartbeat_ns;
     p.seen_ns = std::max(p.seen_ns, obs.time_ns);
-    // A clock stepped back is stored too: the age of the last point means nothing then.
-    const int64_t age = obs.time_ns - p.stored_ns;
-    if (age >= 0 && age < options_.heartbeat_ns && p.content == ContentOf(obs)) return false;
+    // A clock stepped back is stored too: the age of the last mark means nothing then.
+    const int64_t age = obs.time_ns - p.marked_ns;
+    if (!gap && age >= 0 && Unchanged(obs, p.content)) {
+      if (age < options_.heartbeat_ns) return StoreDecision::kSkip;
+      p.marked_ns = obs.time_ns;
+      return StoreDecision::kSeen;
+    }
   }
   Remember(std::move(key), obs);
-  return true;
+  return StoreDecision::kStore;
 }
 
 void ChangeFilter::Prime(const Observation& obs) {

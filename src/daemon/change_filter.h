@@ -1,21 +1,30 @@
 // Change-only storage of periodic readings. An 8-GPU NVML sample is ~930 observations,
 // almost all identical to the previous sample; storing each one costs ~5 GB/day. The
-// pipeline asks this filter which observations to store; the detectors still get all.
+// pipeline asks this filter what to do with each observation; the detectors still get
+// every one.
 //
-// A periodic reading is an observation of a polled source (nvml, dcgm_exporter, sysfs,
-// redfish) of a reading kind (a sensor, counter or state: temperature, ecc_sbe,
-// nvlink_crc_flit, psu_state, ...), without a sequence number. Everything else (kernel
-// lines, SEL/log entries, Redfish events, workload reports, one-off kinds such as xid or
-// gpu_lost) is always stored.
+// Periodic readings and their series are defined in store/series.h (nvml, dcgm_exporter,
+// sysfs and redfish sensors, counters and states; kernel lines, SEL/log entries, Redfish
+// events, workload reports and one-off kinds are never filtered). For a periodic reading
+// the filter answers:
+//  - kStore: its content (value, code, text, every attr, component keys) differs from
+//    its series' last stored point, or the series is new: a row, the series' new point;
+//  - kSeen: unchanged, and the series' last-seen time in the store is a heartbeat old:
+//    no row, the store moves that series' last-seen time (Store::Append `seen`), so a
+//    reader sees a flat series alive up to its last reading (to within a heartbeat);
+//  - kSkip: unchanged, last seen recently enough: nothing is written.
+// After a gap in a series' readings longer than two heartbeats (the agent was stopped, the
+// source failed), its next reading is stored even if unchanged: a stretch never claims
+// readings it did not see.
 //
-// A series is (node, source, component, kind, and the attrs that name a series rather
-// than describe a reading: the ECC counter and location, the retired-page cause, the
-// temperature sensor, the clock, the AER error and severity, the Redfish rail/role/units
-// ...; the table is in change_filter.cc). A reading is dropped when its series' last
-// stored point had the same content (value, code, text, every attr, component keys) and
-// is younger than the heartbeat, so a reader of the store still sees a flat series at
-// least once per heartbeat and "last seen" stays fresh. Two readings that share a series
-// but differ in content are both stored (never lost, only not compressed).
+// Dead-band: a few analog readings that no detector thresholds exactly and that wander
+// at every sample (GPU board power and clocks from NVML/DCGM, BMC fan speeds) count as
+// unchanged while their value stays within a tolerance of the last STORED value
+// (|v - stored| < max(abs, rel x |stored|)), so slow drift is stored once it adds up to
+// the tolerance and the stored history is accurate to it. Never for counters, states,
+// temperatures, voltages or chassis power (detectors compare those with thresholds
+// exactly): the kinds are listed in DefaultDeadbands() and a test checks every other kind
+// is compared exactly. `deadbands` empty = exact comparison for everything.
 //
 // Memory is bounded: a series not seen for more than two heartbeats is forgotten (its
 // next reading is stored), and past `max_series` everything is forgotten at once.
@@ -30,24 +39,44 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "core/types.h"
+#include "store/series.h"
 
 namespace faultline::daemon {
 
-struct ChangeFilterOptions {
-  int64_t heartbeat_ns = 300'000'000'000;  // a flat series is stored at least this often
-  size_t max_series = 1'000'000;           // hard memory bound (a node has a few thousand)
+// The tolerance of one (source, kind) of analog reading (see the header comment).
+struct Deadband {
+  Source source = Source::kNvml;
+  ObsKind kind = ObsKind::kPower;
+  double abs = 0;  // in the reading's unit (W, MHz, RPM or %)
+  double rel = 0;  // of the stored value's magnitude
 };
+
+// GPU board power and SM/memory clocks (NVML, DCGM): 5%, at least 10 W / 30 MHz (two
+// boost bins); BMC fan speeds: 5%. Why these and only these: docs/agent.md "Change-only
+// storage".
+std::vector<Deadband> DefaultDeadbands();
+
+struct ChangeFilterOptions {
+  int64_t heartbeat_ns = 300'000'000'000;  // a flat series' last-seen time is written this often
+  size_t max_series = 1'000'000;           // hard memory bound (a node has a few thousand)
+  std::vector<Deadband> deadbands = DefaultDeadbands();
+};
+
+enum class StoreDecision { kSkip, kSeen, kStore };
 
 class ChangeFilter {
  public:
   explicit ChangeFilter(ChangeFilterOptions options = {});
 
-  // True when `obs` must be stored; then it becomes its series' last stored point.
-  bool Keep(const Observation& obs);
-  // Records an observation already in the store as its series' last stored point (warm
-  // start), without deciding anything. Observations must come oldest first.
+  // What to do with `obs` (see the header comment). kStore makes it its series' stored
+  // point; kSeen moves the series' last-seen time.
+  StoreDecision Decide(const Observation& obs);
+  // Records an observation read back from the store (warm start: a stored row, or a copy
+  // of one dated when its series was last seen) as its series' stored point, seen at its
+  // time, without deciding anything. Observations must come oldest first.
   void Prime(const Observation& obs);
   // Forgets the series of `obs`, so its next reading is stored (a failed store append).
   void Forget(const Observation& obs);
@@ -66,12 +95,13 @@ class ChangeFilter {
     bool operator==(const Content&) const = default;
   };
   struct Point {
-    Content content;
-    int64_t stored_ns = 0;  // time of the last stored reading
+    Content content;        // of the last stored reading
+    int64_t marked_ns = 0;  // time of the last stored reading or last-seen mark
     int64_t seen_ns = 0;    // time of the last reading, stored or not
   };
 
   static Content ContentOf(const Observation& obs);
+  bool Unchanged(const Observation& obs, const Content& stored) const;
   void Remember(std::string key, const Observation& obs);
   void EvictStale(int64_t now_ns);
 
@@ -81,9 +111,9 @@ class ChangeFilter {
   int64_t next_evict_ns_ = 0;  // when the next stale-series sweep is due
 };
 
-// Whether `obs` is a periodic reading the filter may drop (see the header comment).
-bool IsPeriodicReading(const Observation& obs);
+// Whether `obs` is a periodic reading the filter may drop (store/series.h).
+using store::IsPeriodicReading;
 // The series `obs` belongs to (empty for an observation that is not a periodic reading).
-std::string SeriesKey(const Observation& obs);
+using store::SeriesKey;
 
 }  // namespace faultline::daemon

@@ -74,6 +74,42 @@ class SectionReader {
     Fail(key, "expected debug, info, warn or error");
   }
 
+  // A whole number >= 0 (a count or limit).
+  void ReadCount(const char* key, int64_t& out) {
+    const toml::node* n = Find(key);
+    if (n == nullptr) return;
+    if (!n->is_integer() || *n->value<int64_t>() < 0) return Fail(key, "expected a whole number >= 0");
+    out = *n->value<int64_t>();
+  }
+  // A number (integer or float) in [lo, hi].
+  void ReadNumber(const char* key, double lo, double hi, double& out) {
+    const toml::node* n = Find(key);
+    if (n == nullptr) return;
+    const auto v = n->value<double>();
+    if (!(n->is_integer() || n->is_floating_point()) || !v || !(*v >= lo && *v <= hi)) {
+      return Fail(key, "expected a number from " + std::to_string(lo) + " to " + std::to_string(hi));
+    }
+    out = *v;
+  }
+  // An array of action class names (actions/actuator.h).
+  void ReadActionClasses(const char* key, std::set<actions::ActionClass>& out) {
+    const toml::node* n = Find(key);
+    if (n == nullptr) return;
+    if (!n->is_array()) return Fail(key, "expected an array of action classes");
+    std::set<actions::ActionClass> classes;
+    for (const toml::node& item : *n->as_array()) {
+      const auto name = item.value<std::string>();
+      const auto c = item.is_string() ? actions::ParseActionClass(*name) : std::nullopt;
+      if (!c) {
+        std::string known;
+        for (actions::ActionClass k : actions::AllActionClasses()) known += " " + std::string(actions::ToString(k));
+        return Fail(key, "unknown action class '" + name.value_or("?") + "' (known:" + known + ")");
+      }
+      classes.insert(*c);
+    }
+    out = std::move(classes);
+  }
+
   // The first error, or an unknown key.
   Status Finish() {
     if (!status_.ok() || table_ == nullptr) return status_;
@@ -109,6 +145,7 @@ Status ReadAgent(SectionReader& r, AgentSection& s) {
   r.ReadDuration("retention_interval", s.retention_interval_ns);
   r.ReadDuration("store_unchanged_heartbeat", s.store_unchanged_heartbeat_ns);
   r.Read("store_every_sample", s.store_every_sample);
+  r.Read("store_deadband", s.store_deadband);
   return r.Finish();
 }
 Status ReadKmsg(SectionReader& r, KmsgSection& s) {
@@ -160,12 +197,30 @@ Status ReadIsolate(SectionReader& r, IsolateSection& s) {
   return r.Finish();
 }
 
+Status ReadPolicy(SectionReader& r, policy::PolicyConfig& s) {
+  r.ReadActionClasses("enable", s.enable);
+  r.ReadDuration("cooldown", s.cooldown_ns);
+  r.ReadCount("breaker_max_nodes", s.breaker_max_nodes);
+  r.ReadNumber("breaker_max_percent", 0.0, 100.0, s.breaker_max_percent);
+  r.ReadDuration("breaker_window", s.breaker_window_ns);
+  r.ReadDuration("retry_initial", s.retry_initial_ns);
+  r.ReadDuration("retry_max", s.retry_max_ns);
+  r.Read("slurm_node", s.slurm_node);
+  r.Read("webhook_url", s.webhook_url);
+  r.Read("webhook_secret_file", s.webhook_secret_file);
+  r.Read("webhook_secret_env", s.webhook_secret_env);
+  r.Read("webhook_ca_file", s.webhook_ca_file);
+  r.Read("webhook_allow_http", s.webhook_allow_http);
+  return r.Finish();
+}
+
 // Loopback only unless the operator names another address on purpose: reject obvious
 // garbage here so the agent does not fail later on a thread.
 Status CheckValues(const AgentConfig& c) {
   if (c.agent.store_path.empty()) return Bad("agent.store_path", "must not be empty");
   if (c.kmsg.enabled && c.kmsg.path.empty()) return Bad("kmsg.path", "must not be empty when enabled");
   if (c.sysfs.enabled && c.sysfs.root.empty()) return Bad("sysfs.root", "must not be empty when enabled");
+  if (Status s = policy::ValidatePolicyConfig(c.policy); !s.ok()) return s;
   if (!c.workload.listen.empty()) {
     auto address = ParseListenAddress(c.workload.listen);
     if (!address.ok() || c.workload.listen.rfind(':') == std::string::npos) {
@@ -219,6 +274,7 @@ Result<AgentConfig> ParseAgentConfig(std::string_view toml_text) {
       {"sysfs", [](SectionReader& r, AgentConfig& c) { return ReadSysfs(r, c.sysfs); }},
       {"workload", [](SectionReader& r, AgentConfig& c) { return ReadWorkload(r, c.workload); }},
       {"isolate", [](SectionReader& r, AgentConfig& c) { return ReadIsolate(r, c.isolate); }},
+      {"policy", [](SectionReader& r, AgentConfig& c) { return ReadPolicy(r, c.policy); }},
   };
   std::set<std::string> known;
   for (const Entry& e : kSections) {
@@ -260,8 +316,9 @@ evaluate_interval = "5s"                   # detectors -> isolator cadence
 shutdown_timeout = "10s"                   # bound on a graceful stop (SIGTERM/SIGINT)
 max_backoff = "300s"                       # retry cap for an unavailable source
 retention_interval = "1h"                  # how often old/oversized store data is dropped
-store_unchanged_heartbeat = "5m"           # an unchanged sensor/counter reading is stored again this often
+store_unchanged_heartbeat = "5m"           # how often an unchanged sensor/counter's "last seen" is written
 store_every_sample = false                 # true = store every reading, changed or not
+store_deadband = true                      # GPU power/clocks, fan speeds within 5% of the stored value = unchanged
 
 [kmsg]
 enabled = true
@@ -303,6 +360,22 @@ interval = "1s"
 
 [isolate]
 window = "30m"
+
+[policy]                                   # remediation (docs/remediation.md)
+enable = []                                # classes carried out; the rest are stored dry runs:
+                                           # cordon drain reset_gpu reboot_node rma_bundle facility_ticket webhook notify_user
+cooldown = "1h"                            # per node and class, after an action done
+breaker_max_nodes = 3                      # fleet-wide: at most min(3, max(1, 2% of the fleet)) nodes
+breaker_max_percent = 2.0                  # taken out by faultline per breaker_window
+breaker_window = "1h"
+retry_initial = "30s"                      # a failed action is retried, doubling up to retry_max
+retry_max = "15m"
+slurm_node = ""                            # "" = agent.node
+webhook_url = ""                           # https://... (webhook, notify_user)
+webhook_secret_file = ""                   # HMAC-SHA256 key, first line, mode 0600
+webhook_secret_env = ""                    # or the environment variable holding it
+webhook_ca_file = ""
+webhook_allow_http = false
 )";
 }
 

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "core/status.h"
+#include "policy/config.h"
 
 namespace faultline::daemon {
 
@@ -28,6 +29,8 @@ struct AgentSection {
   // reading is stored again only once this old; store_every_sample turns it off.
   int64_t store_unchanged_heartbeat_ns = 300'000'000'000;
   bool store_every_sample = false;
+  // GPU power/clocks and fan speeds within 5% of their stored value count as unchanged.
+  bool store_deadband = true;
 };
 
 struct KmsgSection {
@@ -87,6 +90,7 @@ struct AgentConfig {
   SysfsSection sysfs;
   WorkloadSection workload;
   IsolateSection isolate;
+  policy::PolicyConfig policy;  // [policy]: remediation (docs/remediation.md)
 };
 
 // Parses TOML text. kInvalidArgument names the section/key and why.

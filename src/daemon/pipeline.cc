@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/detect/all_detectors.h"
+#include "engine/detect/critical.h"
 #include "store/store.h"
 
 namespace faultline::daemon {
@@ -31,6 +32,11 @@ std::string FindingKey(const Finding& f) {
   field(ToString(f.layer));
   field(ToString(f.fault_class));
   field(f.component.Id());
+  if (!f.key.empty()) {  // the detector's own identity of the event: nothing else needed
+    field("key");
+    field(f.key);
+    return key;
+  }
   field(std::to_string(f.first_ns));
   if (!f.evidence.empty()) {
     const Evidence& e = f.evidence.front();
@@ -47,6 +53,7 @@ PipelineOptions PipelineOptionsFor(const AgentConfig& config) {
   PipelineOptions o;
   o.window_ns = config.isolate.window_ns;
   o.store_unchanged_heartbeat_ns = config.agent.store_every_sample ? 0 : config.agent.store_unchanged_heartbeat_ns;
+  o.store_deadband = config.agent.store_deadband;
   return o;
 }
 
@@ -58,8 +65,9 @@ Pipeline::Pipeline(Store& store, std::string node, PipelineOptions options, cons
       detectors_(MakeAllDetectors(
           {.topology = topology, .inventory = &context_.inventory(), .history_ns = options.window_ns})) {
   if (options_.store_unchanged_heartbeat_ns > 0) {
-    filter_ =
-        std::make_unique<ChangeFilter>(ChangeFilterOptions{.heartbeat_ns = options_.store_unchanged_heartbeat_ns});
+    ChangeFilterOptions fo{.heartbeat_ns = options_.store_unchanged_heartbeat_ns};
+    if (!options_.store_deadband) fo.deadbands.clear();
+    filter_ = std::make_unique<ChangeFilter>(std::move(fo));
   }
 }
 
@@ -97,8 +105,9 @@ Status Pipeline::WarmStart(int64_t now_ns) {
 
 Result<AppendStats> Pipeline::Ingest(Layer layer, SourceBatch batch) { return TryIngest(layer, batch); }
 
-Result<AppendStats> Pipeline::TryIngest(Layer layer, SourceBatch& batch) {
+Result<AppendStats> Pipeline::TryIngest(Layer layer, SourceBatch& batch, size_t* critical) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (critical != nullptr) *critical = 0;
   for (Observation& o : batch.observations) {
     if (o.node.empty()) o.node = node_;
   }
@@ -119,6 +128,7 @@ Result<AppendStats> Pipeline::TryIngest(Layer layer, SourceBatch& batch) {
       continue;
     }
     Feed(batch.observations[i]);
+    if (critical != nullptr && IsCritical(batch.observations[i])) ++*critical;
   }
   // The source's own layer had data even when its readings are filed under another
   // (NVML's NVLink/PCIe readings are fabric-layer).
@@ -132,20 +142,24 @@ Result<AppendStats> Pipeline::TryIngest(Layer layer, SourceBatch& batch) {
 Result<AppendStats> Pipeline::StoreBatch(const SourceBatch& batch) {
   if (filter_ == nullptr) return store_.Append(batch.observations, batch.cursors);
   std::vector<Observation> kept;
-  std::vector<size_t> kept_at;  // the batch position of each kept observation
+  std::vector<size_t> kept_at;    // the batch position of each kept observation
+  std::vector<Observation> seen;  // unchanged: only their series' last-seen time moves
   for (size_t i = 0; i < batch.observations.size(); ++i) {
-    if (!filter_->Keep(batch.observations[i])) continue;
+    const StoreDecision d = filter_->Decide(batch.observations[i]);
+    if (d == StoreDecision::kSeen) seen.push_back(batch.observations[i]);
+    if (d != StoreDecision::kStore) continue;
     kept.push_back(batch.observations[i]);
     kept_at.push_back(i);
   }
-  if (kept.empty() && batch.cursors.empty()) {
+  if (kept.empty() && seen.empty() && batch.cursors.empty()) {
     stats_.observations_unchanged += batch.observations.size();
     return AppendStats{};
   }
-  auto stats = store_.Append(kept, batch.cursors);
+  auto stats = store_.Append(kept, batch.cursors, seen);
   if (!stats.ok()) {
     // Not stored after all: their series must not count them as their last stored point.
     for (const Observation& o : kept) filter_->Forget(o);
+    for (const Observation& o : seen) filter_->Forget(o);
     return stats;
   }
   stats_.observations_unchanged += batch.observations.size() - kept.size();

@@ -39,9 +39,11 @@ struct PipelineOptions {
   size_t max_recent_observations = 200'000;  // warm-start replay bound, and of the workload history kept
   IsolateOptions isolate;
   // Change-only storage: a periodic reading unchanged since its series' last stored
-  // point, younger than this, is not stored ([agent] store_unchanged_heartbeat).
-  // 0 = store every sample ([agent] store_every_sample = true).
+  // point is not stored; its series' last-seen time is written this often
+  // ([agent] store_unchanged_heartbeat). 0 = store every sample ([agent] store_every_sample).
   int64_t store_unchanged_heartbeat_ns = 300'000'000'000;
+  // The change filter's dead-band for wandering analog readings ([agent] store_deadband).
+  bool store_deadband = true;
 };
 
 // The pipeline options the agent config asks for.
@@ -78,7 +80,9 @@ class Pipeline {
   // Ingest that leaves `batch` whole on a store error (a full disk), with its node
   // filled in and its observations in time order, so the caller can hold it and retry
   // it later instead of losing it; a retry of a batch is exactly one ingest.
-  Result<AppendStats> TryIngest(Layer layer, SourceBatch& batch);
+  // `critical` (when given) is set to how many of the observations fed to the detectors
+  // are critical (engine/detect/critical.h): the agent then evaluates at once.
+  Result<AppendStats> TryIngest(Layer layer, SourceBatch& batch, size_t* critical = nullptr);
   // Collects findings, stores the new/changed ones, runs the isolator over the window
   // ending at now_ns and stores the primary diagnosis when it changed.
   Result<EvaluateResult> Evaluate(int64_t now_ns);
@@ -107,13 +111,14 @@ class Pipeline {
   PipelineStats stats_;
 };
 
-// Identity of a finding across evaluations and restarts: layer, class, component,
-// start, and the event that started it (its first evidence line: source, times,
-// component, text). Two distinct findings of one class on one component that began in
-// the same instant (an XID 13's GPC/TPC line and its ESR line, same pid, same second)
-// therefore never share a key, while a finding that grows (later evidence, count,
-// last_ns, severity) keeps its key. Fields are length-prefixed, so no text can pose
-// as another field.
+// Identity of a finding across evaluations and restarts: layer, class, component and
+// the detector's own identity of the event (Finding::key: rule, group, time of the first
+// line; set once when the finding starts, never from evidence text). A finding that grows
+// (later evidence, count, last_ns, severity) keeps its key; two distinct events never
+// share one, and one multi-line event (an XID 13's GPC/TPC and ESR lines, an AER error
+// and its detail lines) is one finding with one key. A finding without a key (a detector
+// that sets none) falls back to its start and first evidence line (source, times,
+// component, text). Fields are length-prefixed, so no text can pose as another field.
 std::string FindingKey(const Finding& f);
 
 }  // namespace faultline::daemon

@@ -51,6 +51,15 @@ struct ObservationQuery {
   int64_t until_ns = std::numeric_limits<int64_t>::max();
   size_t limit = 100000;      // 0 = no limit
   bool newest_first = false;  // with a limit: the latest `limit` rows, newest first
+  // A flat periodic series (store/series.h) is stored once per change, with the time it
+  // was last read unchanged. With include_seen, the answer reads as if a row had been
+  // stored each time: a stored point whose series went on reading the same until
+  // `seen_until_ns` is followed by a copy of it dated then (Row::seen_copy), and a point
+  // stored before since_ns but still read inside the window appears as a copy dated
+  // since_ns and one dated when last seen (both clamped into the window). So a reader
+  // (the agent's warm start, why-slow) sees such a series alive up to its last reading.
+  // false: stored rows only (with Row::seen_until_ns).
+  bool include_seen = true;
 };
 
 // Filter for findings, diagnoses and actions: rows of `node` (all nodes when unset)
@@ -67,6 +76,12 @@ struct Row {
   int64_t id = 0;
   std::string node;
   T value;
+  // Observations only. seen_until_ns: the last time this stored reading's series was
+  // read with the same content (> value.time_ns), 0 when never after it was stored.
+  // seen_copy: not a row of its own but stored row `id` dated when it was seen (see
+  // ObservationQuery::include_seen).
+  int64_t seen_until_ns = 0;
+  bool seen_copy = false;
 };
 
 // A stored row that could not be decoded (e.g. an enum name this binary does not
@@ -90,6 +105,11 @@ struct AppendStats {
   // Positions, in the observations given to Append, of those `duplicates`, ascending: the
   // facts the store already had (so a caller does not count them a second time).
   std::vector<size_t> duplicate_indexes;
+  // The `seen` readings of Append: series whose last-seen time moved (no row written),
+  // and readings stored as rows after all because the store had no point for their series
+  // (a store upgraded from schema 1, or a series retention removed).
+  size_t seen_marked = 0;
+  size_t seen_stored = 0;
 };
 
 struct RetentionStats {
@@ -104,6 +124,7 @@ struct StoreStats {
   int64_t findings = 0;
   int64_t diagnoses = 0;
   int64_t actions = 0;
+  int64_t series = 0;      // periodic series with a current point (store/series.h)
   int64_t used_bytes = 0;  // pages in use x page size (excludes free pages and the WAL)
   int64_t file_bytes = 0;  // main database file size
   int schema_version = 0;

@@ -71,8 +71,27 @@ CREATE TABLE cursors(
   PRIMARY KEY(node, source, key)) WITHOUT ROWID;
 )sql";
 
+// v2: a flat periodic series (store/series.h) costs one row per change instead of one
+// per heartbeat. `series` holds, per series, its current point (the newest stored row)
+// and the last time the series was read with that content, updated in place; when the
+// series changes, the previous point's row keeps that time in `seen_until_ns`, so a
+// reader of any window still sees a flat series alive up to its last reading. In place:
+// ADD COLUMN rewrites no row, and v1 rows stay as they are (their series get an entry at
+// their next stored reading).
+constexpr std::string_view kV2 = R"sql(
+ALTER TABLE observations ADD COLUMN seen_until_ns INTEGER;
+CREATE INDEX obs_seen_until ON observations(seen_until_ns) WHERE seen_until_ns IS NOT NULL;
+CREATE TABLE series(
+  series_id BLOB PRIMARY KEY,
+  node TEXT NOT NULL,
+  obs_id INTEGER NOT NULL,
+  point_ns INTEGER NOT NULL,
+  last_seen_ns INTEGER NOT NULL) WITHOUT ROWID;
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, "observations, findings, diagnoses, actions, cursors", kV1},
+    {2, "series: last seen per periodic series instead of a row per unchanged reading", kV2},
 };
 
 // Applies `m` unless another connection already has: two processes opening a new store

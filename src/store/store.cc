@@ -8,11 +8,13 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <variant>
 
 #include "core/json.h"
 #include "store/dedup_key.h"
 #include "store/schema.h"
+#include "store/series.h"
 #include "store/sqlite.h"
 
 namespace faultline {
@@ -32,6 +34,17 @@ constexpr std::string_view kRaiseCount = "UPDATE observations SET count = ?1 WHE
 constexpr std::string_view kUpsertCursor =
     "INSERT INTO cursors(node, source, key, value) VALUES(?,?,?,?) "
     "ON CONFLICT(node, source, key) DO UPDATE SET value = excluded.value";
+// Schema 2: the series table (store/series.h, schema.cc).
+constexpr std::string_view kGetSeries = "SELECT obs_id, point_ns, last_seen_ns FROM series WHERE series_id = ?";
+constexpr std::string_view kPutSeries =
+    "INSERT INTO series(series_id, node, obs_id, point_ns, last_seen_ns) VALUES(?1,?2,?3,?4,?4) "
+    "ON CONFLICT(series_id) DO UPDATE SET node = excluded.node, obs_id = excluded.obs_id, "
+    "point_ns = excluded.point_ns, last_seen_ns = excluded.last_seen_ns";
+// Changes one row exactly when the series is known (max() keeps a later time).
+constexpr std::string_view kSeenSeries = "UPDATE series SET last_seen_ns = max(last_seen_ns, ?2) WHERE series_id = ?1";
+constexpr std::string_view kClosePoint = "UPDATE observations SET seen_until_ns = ?2 WHERE id = ?1";
+// The schema version from which observations have seen_until_ns and the series table.
+constexpr int kSeriesSchema = 2;
 
 // Invalid UTF-8 (common in kernel lines and BMC strings) is replaced rather than
 // thrown on: the payload is evidence for people, the dedup key covers the exact bytes.
@@ -165,14 +178,24 @@ struct Store::Impl {
   DbHandle db;
   StoreOptions options;
   bool fresh = false;  // no tables yet: a new store
+  int schema = 0;      // the file's schema version once open (older when read-only)
   std::optional<Stmt> insert_obs;
   std::optional<Stmt> raise_count;
   std::optional<Stmt> upsert_cursor;
+  std::optional<Stmt> get_series;
+  std::optional<Stmt> put_series;
+  std::optional<Stmt> seen_series;
+  std::optional<Stmt> close_point;
+
+  bool has_series() const { return schema >= kSeriesSchema; }
 
   Status Validate();
   Status Configure(bool is_memory);
   Status Prepare();
   Status InsertOne(const Observation& obs, size_t index, AppendStats& stats);
+  Status NewPoint(const std::string& series_id, const Observation& obs, int64_t obs_id);
+  Status MarkSeen(const Observation& obs, AppendStats& stats);
+  Result<QueryResult<Observation>> Query(const ObservationQuery& q);
   Status SaveCursors(const std::vector<Cursor>& cursors);
   Result<int64_t> UsedBytes();
   Result<int64_t> DeleteOldestObservations(int64_t target_bytes);
@@ -242,8 +265,19 @@ Status Store::Impl::Configure(bool is_memory) {
 }
 
 Status Store::Impl::Prepare() {
-  for (auto [slot, sql] : {std::pair{&insert_obs, kInsertObs}, std::pair{&raise_count, kRaiseCount},
-                           std::pair{&upsert_cursor, kUpsertCursor}}) {
+  auto version = store::SchemaVersion(db.get());
+  if (!version.ok()) return version.status();
+  schema = *version;
+  std::vector<std::pair<std::optional<Stmt>*, std::string_view>> statements{
+      {&insert_obs, kInsertObs}, {&raise_count, kRaiseCount}, {&upsert_cursor, kUpsertCursor}};
+  // A read-only open of an older store has no series table (and writes nothing anyway).
+  if (has_series()) {
+    statements.insert(statements.end(), {{&get_series, kGetSeries},
+                                         {&put_series, kPutSeries},
+                                         {&seen_series, kSeenSeries},
+                                         {&close_point, kClosePoint}});
+  }
+  for (auto [slot, sql] : statements) {
     auto st = Stmt::Prepare(db.get(), sql);
     if (!st.ok()) return st.status();
     slot->emplace(std::move(*st));
@@ -349,7 +383,10 @@ Status Store::Impl::InsertOne(const Observation& obs, size_t index, AppendStats&
   if (auto s = ins.Run(); !s.ok()) return s;
   if (sqlite3_changes(db.get()) == 1) {
     ++stats.inserted;
-    return Status::Ok();
+    if (!has_series()) return Status::Ok();
+    const std::string series_id = store::SeriesId(obs);
+    if (series_id.empty()) return Status::Ok();
+    return NewPoint(series_id, obs, static_cast<int64_t>(sqlite3_last_insert_rowid(db.get())));
   }
   Stmt& up = *raise_count;
   up.Reset();
@@ -362,6 +399,57 @@ Status Store::Impl::InsertOne(const Observation& obs, size_t index, AppendStats&
     ++stats.duplicates;
     stats.duplicate_indexes.push_back(index);
   }
+  return Status::Ok();
+}
+
+// The row just stored becomes its series' current point. The previous point, when its
+// series was read unchanged after it, keeps its last-seen time in its own row, so that
+// stretch still reads as alive up to then once the series has moved on.
+Status Store::Impl::NewPoint(const std::string& series_id, const Observation& obs, int64_t obs_id) {
+  Stmt& get = *get_series;
+  get.Reset();
+  get.BindBlob(1, series_id);
+  auto row = get.Step();
+  if (!row.ok()) return row.status();
+  if (*row && get.Int(2) > get.Int(1)) {
+    const int64_t previous = get.Int(0);
+    const int64_t seen_until = get.Int(2);
+    get.Reset();
+    Stmt& close = *close_point;
+    close.Reset();
+    close.Bind(1, previous);
+    close.Bind(2, seen_until);
+    if (auto s = close.Run(); !s.ok()) return s;
+  }
+  get.Reset();
+  Stmt& put = *put_series;
+  put.Reset();
+  put.BindBlob(1, series_id);
+  put.Bind(2, obs.node);
+  put.Bind(3, obs_id);
+  put.Bind(4, obs.time_ns);
+  return put.Run();
+}
+
+// A reading its caller found unchanged: moves its series' last-seen time, or is stored
+// as a row when the store has no point to attach it to (never lost).
+Status Store::Impl::MarkSeen(const Observation& obs, AppendStats& stats) {
+  if (obs.node.empty()) return Status(StatusCode::kInvalidArgument, "store: observation without node");
+  const std::string series_id = has_series() ? store::SeriesId(obs) : std::string();
+  if (!series_id.empty()) {
+    Stmt& seen = *seen_series;
+    seen.Reset();
+    seen.BindBlob(1, series_id);
+    seen.Bind(2, obs.time_ns);
+    if (auto s = seen.Run(); !s.ok()) return s;
+    if (sqlite3_changes(db.get()) == 1) {
+      ++stats.seen_marked;
+      return Status::Ok();
+    }
+  }
+  AppendStats as_row;
+  if (auto s = InsertOne(obs, 0, as_row); !s.ok()) return s;
+  stats.seen_stored += as_row.inserted;
   return Status::Ok();
 }
 
@@ -378,13 +466,24 @@ Status Store::Impl::SaveCursors(const std::vector<Cursor>& cursors) {
   return Status::Ok();
 }
 
-Result<AppendStats> Store::Append(const std::vector<Observation>& observations, const std::vector<Cursor>& cursors) {
+Result<AppendStats> Store::Append(const std::vector<Observation>& observations, const std::vector<Cursor>& cursors,
+                                  const std::vector<Observation>& seen) {
   FAULTLINE_STORE_OPEN_OR_RETURN();
   sqlite3* h = impl_->db.get();
   if (auto s = Exec(h, "BEGIN IMMEDIATE"); !s.ok()) return s;
   AppendStats stats;
   Status s;
-  for (size_t i = 0; i < observations.size() && s.ok(); ++i) s = impl_->InsertOne(observations[i], i, stats);
+  // In time order across both lists (each already is, as the agent hands them over), so
+  // a series that is seen and then changes within one batch closes its stretch at the
+  // right time.
+  for (size_t i = 0, j = 0; s.ok() && (i < observations.size() || j < seen.size());) {
+    if (j < seen.size() && (i == observations.size() || seen[j].time_ns < observations[i].time_ns)) {
+      s = impl_->MarkSeen(seen[j++], stats);
+    } else {
+      s = impl_->InsertOne(observations[i], i, stats);
+      ++i;
+    }
+  }
   if (s.ok()) s = impl_->SaveCursors(cursors);
   if (s.ok()) s = Exec(h, "COMMIT");
   if (!s.ok()) {
@@ -425,37 +524,154 @@ Result<std::vector<Cursor>> Store::ListCursors(const std::string& node, const st
   }
 }
 
-Result<QueryResult<Observation>> Store::QueryObservations(const ObservationQuery& q) {
-  FAULTLINE_STORE_OPEN_OR_RETURN();
-  std::string sql = "SELECT id, node, count, payload FROM observations WHERE time_ns >= ? AND time_ns <= ?";
-  std::vector<Param> params{q.since_ns, q.until_ns};
+namespace {
+
+// The filters of an observation query other than time, as SQL and parameters.
+struct ObsFilter {
+  std::string sql;
+  std::vector<Param> params;
+};
+
+ObsFilter FilterOf(const ObservationQuery& q) {
+  ObsFilter f;
   auto add = [&](const char* clause, Param p) {
-    sql += clause;
-    params.push_back(std::move(p));
+    f.sql += clause;
+    f.params.push_back(std::move(p));
   };
   if (q.node) add(" AND node = ?", *q.node);
   if (q.layer) add(" AND layer = ?", std::string(ToString(*q.layer)));
   if (q.component) add(" AND component = ?", *q.component);
   if (q.kind) add(" AND kind = ?", std::string(ToString(*q.kind)));
   if (q.source) add(" AND source = ?", std::string(ToString(*q.source)));
-  sql += q.newest_first ? " ORDER BY time_ns DESC, id DESC" : " ORDER BY time_ns, id";
-  add(" LIMIT ?", LimitValue(q.limit));
-  auto st = Stmt::Prepare(impl_->db.get(), sql);
-  if (!st.ok()) return st.status();
-  BindAll(*st, params);
-  QueryResult<Observation> out;
+  return f;
+}
+
+// Steps `st` to the end, decoding rows of (id, node, count, payload, seen_until_ns).
+Status ReadObservationRows(Stmt& st, QueryResult<Observation>& out) {
   while (true) {
-    auto row = st->Step();
+    auto row = st.Step();
     if (!row.ok()) return row.status();
-    if (!*row) return out;
-    auto obs = DecodeJson<Observation>(st->Text(3));
+    if (!*row) return Status::Ok();
+    auto obs = DecodeJson<Observation>(st.Text(3));
     if (!obs.ok()) {
-      out.bad_rows.push_back(BadRow{"observations", st->Int(0), obs.status().message()});
+      out.bad_rows.push_back(BadRow{"observations", st.Int(0), obs.status().message()});
       continue;
     }
-    obs->count = static_cast<uint64_t>(st->Int(2));  // the column is raised by later folds
-    out.rows.push_back(Row<Observation>{st->Int(0), st->Text(1), std::move(*obs)});
+    obs->count = static_cast<uint64_t>(st.Int(2));  // the column is raised by later folds
+    Row<Observation> r{st.Int(0), st.Text(1), std::move(*obs)};
+    if (!st.IsNull(4) && st.Int(4) > r.value.time_ns) r.seen_until_ns = st.Int(4);
+    out.rows.push_back(std::move(r));
   }
+}
+
+bool OlderFirst(const Row<Observation>& a, const Row<Observation>& b) {
+  if (a.value.time_ns != b.value.time_ns) return a.value.time_ns < b.value.time_ns;
+  if (a.id != b.id) return a.id < b.id;
+  return !a.seen_copy && b.seen_copy;
+}
+
+// A copy of stored row `r` dated `t` (ObservationQuery::include_seen).
+Row<Observation> SeenCopy(const Row<Observation>& r, int64_t t) {
+  Row<Observation> copy = r;
+  copy.value.time_ns = t;
+  copy.seen_copy = true;
+  return copy;
+}
+
+}  // namespace
+
+// Three reads: the window's rows (limited as asked), then the stored points whose
+// series was read unchanged into the window (stretches closed in their own row, and the
+// open ones in `series`), whose copies are merged in before the limit is applied.
+Result<QueryResult<Observation>> Store::Impl::Query(const ObservationQuery& q) {
+  const ObsFilter filter = FilterOf(q);
+  const std::string seen_col = has_series() ? "seen_until_ns" : "NULL";
+  const std::string cols = "SELECT id, node, count, payload, " + seen_col + " FROM observations WHERE ";
+  QueryResult<Observation> out;
+  {
+    std::string sql = cols + "time_ns >= ? AND time_ns <= ?" + filter.sql;
+    sql += q.newest_first ? " ORDER BY time_ns DESC, id DESC" : " ORDER BY time_ns, id";
+    sql += " LIMIT ?";
+    std::vector<Param> params{q.since_ns, q.until_ns};
+    params.insert(params.end(), filter.params.begin(), filter.params.end());
+    params.push_back(LimitValue(q.limit));
+    auto st = Stmt::Prepare(db.get(), sql);
+    if (!st.ok()) return st.status();
+    BindAll(*st, params);
+    if (auto s = ReadObservationRows(*st, out); !s.ok()) return s;
+  }
+  if (!has_series()) return out;
+  // Stretches that reach into the window: closed ones carry their end in their row...
+  QueryResult<Observation> stretches;
+  {
+    std::string sql = cols + "seen_until_ns >= ? AND time_ns <= ?" + filter.sql;
+    sql += q.newest_first ? " ORDER BY seen_until_ns DESC" : " ORDER BY time_ns";
+    sql += " LIMIT ?";
+    std::vector<Param> params{q.since_ns, q.until_ns};
+    params.insert(params.end(), filter.params.begin(), filter.params.end());
+    params.push_back(LimitValue(q.limit));
+    auto st = Stmt::Prepare(db.get(), sql);
+    if (!st.ok()) return st.status();
+    BindAll(*st, params);
+    if (auto s = ReadObservationRows(*st, stretches); !s.ok()) return s;
+  }
+  // ...open ones (each series' current point) in `series`.
+  {
+    std::string sql =
+        "SELECT obs_id, last_seen_ns FROM series WHERE last_seen_ns > point_ns AND last_seen_ns >= ? "
+        "AND point_ns <= ?";
+    std::vector<Param> params{q.since_ns, q.until_ns};
+    if (q.node) {
+      sql += " AND node = ?";
+      params.push_back(*q.node);
+    }
+    auto st = Stmt::Prepare(db.get(), sql);
+    if (!st.ok()) return st.status();
+    BindAll(*st, params);
+    std::vector<std::pair<int64_t, int64_t>> open;
+    while (true) {
+      auto row = st->Step();
+      if (!row.ok()) return row.status();
+      if (!*row) break;
+      open.emplace_back(st->Int(0), st->Int(1));
+    }
+    auto one = Stmt::Prepare(db.get(), cols + "id = ?" + filter.sql);
+    if (!one.ok()) return one.status();
+    for (const auto& [id, last_seen] : open) {
+      one->Reset();
+      std::vector<Param> p{id};
+      p.insert(p.end(), filter.params.begin(), filter.params.end());
+      BindAll(*one, p);
+      const size_t before = stretches.rows.size();
+      if (auto s = ReadObservationRows(*one, stretches); !s.ok()) return s;
+      if (stretches.rows.size() > before) stretches.rows.back().seen_until_ns = last_seen;
+    }
+  }
+  out.bad_rows.insert(out.bad_rows.end(), stretches.bad_rows.begin(), stretches.bad_rows.end());
+  std::map<int64_t, int64_t> seen_until;  // row id -> end of its stretch
+  for (const auto& r : stretches.rows) seen_until[r.id] = r.seen_until_ns;
+  for (auto& r : out.rows) {
+    if (auto it = seen_until.find(r.id); it != seen_until.end()) r.seen_until_ns = it->second;
+  }
+  if (!q.include_seen || stretches.rows.empty()) return out;
+  for (const auto& r : stretches.rows) {
+    const int64_t start = std::max(r.value.time_ns, q.since_ns);
+    if (r.value.time_ns < q.since_ns) out.rows.push_back(SeenCopy(r, q.since_ns));
+    const int64_t end = std::min(r.seen_until_ns, q.until_ns);
+    if (end > start) out.rows.push_back(SeenCopy(r, end));
+  }
+  if (q.newest_first) {
+    std::sort(out.rows.begin(), out.rows.end(), [](const auto& a, const auto& b) { return OlderFirst(b, a); });
+  } else {
+    std::sort(out.rows.begin(), out.rows.end(), OlderFirst);
+  }
+  if (q.limit != 0 && out.rows.size() > q.limit) out.rows.resize(q.limit);
+  return out;
+}
+
+Result<QueryResult<Observation>> Store::QueryObservations(const ObservationQuery& q) {
+  FAULTLINE_STORE_OPEN_OR_RETURN();
+  return impl_->Query(q);
 }
 
 Result<int64_t> Store::Impl::InsertRecord(std::string_view sql, const std::vector<Param>& params) {
@@ -569,25 +785,39 @@ Result<int64_t> Store::Impl::UsedBytes() {
 
 Result<int64_t> Store::Impl::DeleteOlderThan(int64_t cutoff_ns, int64_t& records_deleted) {
   int64_t observations = 0;
-  const std::pair<std::string_view, std::string_view> tables[] = {
-      {"observations", "time_ns"}, {"findings", "last_ns"}, {"diagnoses", "last_ns"}, {"actions", "time_ns"}};
-  for (const auto& [table, col] : tables) {
-    auto st = Stmt::Prepare(db.get(), "DELETE FROM " + std::string(table) + " WHERE " + std::string(col) + " < ?");
+  // An observation's age is that of its last reading: a stretch seen after the cutoff,
+  // or the current point of a series still read, stays (schema 2).
+  const std::string_view obs_where =
+      has_series() ? "time_ns < ?1 AND (seen_until_ns IS NULL OR seen_until_ns < ?1) AND id NOT IN "
+                     "(SELECT obs_id FROM series WHERE last_seen_ns >= ?1)"
+                   : "time_ns < ?1";
+  std::vector<std::pair<std::string_view, std::string>> tables = {{"observations", std::string(obs_where)},
+                                                                  {"findings", "last_ns < ?1"},
+                                                                  {"diagnoses", "last_ns < ?1"},
+                                                                  {"actions", "time_ns < ?1"}};
+  if (has_series()) tables.emplace_back("series", "last_seen_ns < ?1");
+  for (const auto& [table, where] : tables) {
+    auto st = Stmt::Prepare(db.get(), "DELETE FROM " + std::string(table) + " WHERE " + where);
     if (!st.ok()) return st.status();
     st->Bind(1, cutoff_ns);
     if (auto s = st->Run(); !s.ok()) return s;
     const int64_t n = sqlite3_changes(db.get());
     if (table == "observations")
       observations = n;
-    else
+    else if (table != "series")
       records_deleted += n;
   }
   return observations;
 }
 
 Result<int64_t> Store::Impl::DeleteOldestObservations(int64_t target_bytes) {
-  auto st = Stmt::Prepare(
-      db.get(), "DELETE FROM observations WHERE id IN (SELECT id FROM observations ORDER BY time_ns, id LIMIT ?)");
+  // Never a series' current point: it is what that series reads now (a few thousand
+  // rows per node), and its stretch would vanish with it.
+  auto st = Stmt::Prepare(db.get(), has_series() ? "DELETE FROM observations WHERE id IN (SELECT id FROM observations "
+                                                   "WHERE id NOT IN (SELECT obs_id FROM series) "
+                                                   "ORDER BY time_ns, id LIMIT ?)"
+                                                 : "DELETE FROM observations WHERE id IN (SELECT id FROM observations "
+                                                   "ORDER BY time_ns, id LIMIT ?)");
   if (!st.ok()) return st.status();
   int64_t deleted = 0;
   while (true) {
@@ -643,6 +873,11 @@ Result<StoreStats> Store::Stats() {
     auto v = QueryInt(h, sql);
     if (!v.ok()) return v.status();
     *out = *v;
+  }
+  if (impl_->has_series()) {
+    auto v = QueryInt(h, "SELECT count(*) FROM series");
+    if (!v.ok()) return v.status();
+    s.series = *v;
   }
   auto used = impl_->UsedBytes();
   if (!used.ok()) return used.status();

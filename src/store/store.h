@@ -90,7 +90,17 @@ class Store {
   // Stores `observations` and saves `cursors` in one transaction: all or nothing.
   // Duplicates (same dedup key) are not stored again; a duplicate with a larger
   // `count` raises the stored count. Observations must name a node.
-  Result<AppendStats> Append(const std::vector<Observation>& observations, const std::vector<Cursor>& cursors = {});
+  //
+  // A stored periodic reading (store/series.h) becomes its series' current point. `seen`
+  // are periodic readings the caller found unchanged since that point (the agent's
+  // change filter): no row is written for them, the series' last-seen time moves to
+  // their time instead (one small row updated in place; queries read it back as
+  // ObservationQuery::include_seen says). A `seen` reading whose series has no current
+  // point here, or that is not a periodic reading, is stored as a row after all, so
+  // nothing the caller hands over is lost. AppendStats::duplicate_indexes index
+  // `observations` only.
+  Result<AppendStats> Append(const std::vector<Observation>& observations, const std::vector<Cursor>& cursors = {},
+                             const std::vector<Observation>& seen = {});
 
   Result<QueryResult<Observation>> QueryObservations(const ObservationQuery& query);
 
@@ -114,7 +124,10 @@ class Store {
 
   // Deletes rows older than now_ns - max_age_ns, then the oldest observations until
   // the size limit holds, then returns freed pages to the OS (incremental vacuum) and
-  // truncates the WAL. Cursors are never deleted.
+  // truncates the WAL. Cursors are never deleted. A row's age is that of its last
+  // reading: a periodic point last seen within max_age_ns is kept however old it is,
+  // and the current point of a series is never deleted for size (it is what the
+  // series reads now); a series not seen for max_age_ns goes with its point.
   Result<RetentionStats> ApplyRetention(int64_t now_ns);
 
   Result<StoreStats> Stats();

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cmath>
 #include <filesystem>
+#include <set>
 
 #include "daemon/config.h"
 #include "daemon/pipeline.h"
@@ -52,22 +54,28 @@ Observation Mask(int64_t t, uint64_t mask) {
   return o;
 }
 
-TEST(DaemonChangeFilter, FlatSeriesIsStoredOncePerHeartbeat) {
+// True when the filter asks for a row.
+bool Stored(ChangeFilter& filter, const Observation& obs) { return filter.Decide(obs) == StoreDecision::kStore; }
+
+TEST(DaemonChangeFilter, FlatSeriesIsStoredOnceAndMarkedSeenOncePerHeartbeat) {
   ChangeFilter filter(ChangeFilterOptions{.heartbeat_ns = 5 * kMin});
-  std::vector<int64_t> stored;
+  std::vector<int64_t> stored, seen;
   for (int64_t s = 0; s <= 11 * 60; ++s) {
-    if (filter.Keep(Temp(kT0 + s * kSec, 41))) stored.push_back(s);
+    const StoreDecision d = filter.Decide(Temp(kT0 + s * kSec, 41));
+    if (d == StoreDecision::kStore) stored.push_back(s);
+    if (d == StoreDecision::kSeen) seen.push_back(s);
   }
-  EXPECT_EQ(stored, (std::vector<int64_t>{0, 300, 600}));
+  EXPECT_EQ(stored, (std::vector<int64_t>{0}));
+  EXPECT_EQ(seen, (std::vector<int64_t>{300, 600}));
 }
 
 TEST(DaemonChangeFilter, AChangeIsStoredAtOnceAndSoIsTheWayBack) {
   ChangeFilter filter;
-  EXPECT_TRUE(filter.Keep(Temp(kT0, 41)));
-  EXPECT_FALSE(filter.Keep(Temp(kT0 + kSec, 41)));
-  EXPECT_TRUE(filter.Keep(Temp(kT0 + 2 * kSec, 42)));
-  EXPECT_FALSE(filter.Keep(Temp(kT0 + 3 * kSec, 42)));
-  EXPECT_TRUE(filter.Keep(Temp(kT0 + 4 * kSec, 41)));
+  EXPECT_TRUE(Stored(filter, Temp(kT0, 41)));
+  EXPECT_FALSE(Stored(filter, Temp(kT0 + kSec, 41)));
+  EXPECT_TRUE(Stored(filter, Temp(kT0 + 2 * kSec, 42)));
+  EXPECT_FALSE(Stored(filter, Temp(kT0 + 3 * kSec, 42)));
+  EXPECT_TRUE(Stored(filter, Temp(kT0 + 4 * kSec, 41)));
 }
 
 TEST(DaemonChangeFilter, ADescriptiveAttrChangeIsStoredEvenWithTheSameValue) {
@@ -81,24 +89,24 @@ TEST(DaemonChangeFilter, ADescriptiveAttrChangeIsStoredEvenWithTheSameValue) {
   psu.source = Source::kRedfish;
   psu.value = 0;
   psu.attrs = {{"state", "Enabled"}, {"health", "OK"}};
-  EXPECT_TRUE(filter.Keep(psu));
+  EXPECT_TRUE(Stored(filter, psu));
   psu.time_ns += kSec;
   psu.attrs["state"] = "UnavailableOffline";
-  EXPECT_TRUE(filter.Keep(psu));
+  EXPECT_TRUE(Stored(filter, psu));
   psu.time_ns += kSec;
   psu.attrs["state"] = "Enabled";  // back: a reader must see that too
-  EXPECT_TRUE(filter.Keep(psu));
+  EXPECT_TRUE(Stored(filter, psu));
   psu.time_ns += kSec;
-  EXPECT_FALSE(filter.Keep(psu));
+  EXPECT_FALSE(Stored(filter, psu));
 }
 
 TEST(DaemonChangeFilter, TwoSeriesDifferingOnlyByASeriesAttrAreBothStored) {
   ChangeFilter filter;
-  EXPECT_TRUE(filter.Keep(Ecc(kT0, 3, "volatile")));
-  EXPECT_TRUE(filter.Keep(Ecc(kT0, 3, "aggregate")));
-  EXPECT_FALSE(filter.Keep(Ecc(kT0 + kSec, 3, "volatile")));
-  EXPECT_FALSE(filter.Keep(Ecc(kT0 + kSec, 3, "aggregate")));
-  EXPECT_TRUE(filter.Keep(Ecc(kT0 + 2 * kSec, 4, "aggregate")));
+  EXPECT_TRUE(Stored(filter, Ecc(kT0, 3, "volatile")));
+  EXPECT_TRUE(Stored(filter, Ecc(kT0, 3, "aggregate")));
+  EXPECT_FALSE(Stored(filter, Ecc(kT0 + kSec, 3, "volatile")));
+  EXPECT_FALSE(Stored(filter, Ecc(kT0 + kSec, 3, "aggregate")));
+  EXPECT_TRUE(Stored(filter, Ecc(kT0 + 2 * kSec, 4, "aggregate")));
   EXPECT_EQ(filter.series(), 2u);
   EXPECT_NE(SeriesKey(Ecc(kT0, 3, "volatile")), SeriesKey(Ecc(kT0, 3, "aggregate")));
   // The same counter on another node or GPU is another series too.
@@ -133,7 +141,7 @@ TEST(DaemonChangeFilter, KernelLogSelEventsWorkloadAndOneOffKindsAreNeverFiltere
     EXPECT_FALSE(IsPeriodicReading(o)) << ToString(o.source) << " " << ToString(o.kind);
     for (int i = 0; i < 3; ++i) {
       o.time_ns = kT0 + i * kSec;
-      EXPECT_TRUE(filter.Keep(o)) << ToString(o.kind) << " #" << i;
+      EXPECT_TRUE(Stored(filter, o)) << ToString(o.kind) << " #" << i;
     }
   }
   EXPECT_EQ(filter.series(), 0u);
@@ -160,19 +168,31 @@ TEST(DaemonChangeFilter, SysfsAerCountersAndDcgmGaugesArePeriodicReadings) {
 
 TEST(DaemonChangeFilter, AReadingWithoutTimeOrFromAClockSteppedBackIsStored) {
   ChangeFilter filter;
-  EXPECT_TRUE(filter.Keep(Temp(kT0, 41)));
-  EXPECT_TRUE(filter.Keep(Temp(0, 41)));
-  EXPECT_TRUE(filter.Keep(Temp(kT0 - kSec, 41)));
-  EXPECT_FALSE(filter.Keep(Temp(kT0, 41)));
+  EXPECT_TRUE(Stored(filter, Temp(kT0, 41)));
+  EXPECT_TRUE(Stored(filter, Temp(0, 41)));
+  EXPECT_TRUE(Stored(filter, Temp(kT0 - kSec, 41)));
+  EXPECT_FALSE(Stored(filter, Temp(kT0, 41)));
+}
+
+TEST(DaemonChangeFilter, AGapLongerThanTwoHeartbeatsStartsANewRow) {
+  ChangeFilter filter(ChangeFilterOptions{.heartbeat_ns = 5 * kMin});
+  EXPECT_EQ(filter.Decide(Temp(kT0, 41)), StoreDecision::kStore);
+  EXPECT_EQ(filter.Decide(Temp(kT0 + 4 * kMin, 41)), StoreDecision::kSkip);
+  // Read once per heartbeat exactly (a slow schedule): marks, no rows.
+  EXPECT_EQ(filter.Decide(Temp(kT0 + 9 * kMin, 41)), StoreDecision::kSeen);
+  EXPECT_EQ(filter.Decide(Temp(kT0 + 14 * kMin, 41)), StoreDecision::kSeen);
+  // Not read for 11 minutes (a source down): stored again, unchanged as it is.
+  EXPECT_EQ(filter.Decide(Temp(kT0 + 25 * kMin, 41)), StoreDecision::kStore);
+  EXPECT_EQ(filter.Decide(Temp(kT0 + 30 * kMin, 41)), StoreDecision::kSeen);
 }
 
 TEST(DaemonChangeFilter, SeriesUnseenForTwoHeartbeatsAreForgotten) {
   ChangeFilter filter(ChangeFilterOptions{.heartbeat_ns = kMin});
-  EXPECT_TRUE(filter.Keep(Ecc(kT0, 3, "volatile")));
-  for (int64_t s = 0; s <= 200; s += 10) (void)filter.Keep(Temp(kT0 + s * kSec, 41));
+  EXPECT_TRUE(Stored(filter, Ecc(kT0, 3, "volatile")));
+  for (int64_t s = 0; s <= 200; s += 10) (void)Stored(filter, Temp(kT0 + s * kSec, 41));
   EXPECT_EQ(filter.series(), 1u);  // only the temperature is left
   // Back after the eviction: stored again although unchanged.
-  EXPECT_TRUE(filter.Keep(Ecc(kT0 + 201 * kSec, 3, "volatile")));
+  EXPECT_TRUE(Stored(filter, Ecc(kT0 + 201 * kSec, 3, "volatile")));
 }
 
 TEST(DaemonChangeFilter, MemoryIsBoundedByMaxSeries) {
@@ -180,20 +200,92 @@ TEST(DaemonChangeFilter, MemoryIsBoundedByMaxSeries) {
   for (int gpu = 0; gpu < 10; ++gpu) {
     Observation o = Temp(kT0, 41);
     o.component = GpuComponent(std::to_string(gpu));
-    EXPECT_TRUE(filter.Keep(o));
+    EXPECT_TRUE(Stored(filter, o));
     EXPECT_LE(filter.series(), 3u);
   }
 }
 
 TEST(DaemonChangeFilter, ForgetAndPrime) {
   ChangeFilter filter;
-  EXPECT_TRUE(filter.Keep(Temp(kT0, 41)));
+  EXPECT_TRUE(Stored(filter, Temp(kT0, 41)));
   filter.Forget(Temp(kT0, 41));
-  EXPECT_TRUE(filter.Keep(Temp(kT0 + kSec, 41)));  // as if never stored
+  EXPECT_TRUE(Stored(filter, Temp(kT0 + kSec, 41)));  // as if never stored
   ChangeFilter primed;
   primed.Prime(Temp(kT0, 41));
-  EXPECT_FALSE(primed.Keep(Temp(kT0 + kSec, 41)));
-  EXPECT_TRUE(primed.Keep(Temp(kT0 + 2 * kSec, 40)));
+  EXPECT_FALSE(Stored(primed, Temp(kT0 + kSec, 41)));
+  EXPECT_TRUE(Stored(primed, Temp(kT0 + 2 * kSec, 40)));
+}
+
+// Board power of gpu/0 from `source`.
+Observation Power(int64_t t, double watts, Source source = Source::kNvml) {
+  Observation o = Temp(t, watts);
+  o.kind = ObsKind::kPower;
+  o.source = source;
+  o.raw = "power=" + std::to_string(watts);
+  o.attrs.clear();
+  return o;
+}
+
+TEST(DaemonChangeFilter, DeadbandComparesGpuPowerWithTheStoredValueSoDriftIsStored) {
+  ChangeFilter filter;
+  EXPECT_EQ(filter.Decide(Power(kT0, 400)), StoreDecision::kStore);
+  // Within 5% of 400 W (20 W), each step small, the drift adds up against the stored value.
+  EXPECT_EQ(filter.Decide(Power(kT0 + 10 * kSec, 392)), StoreDecision::kSkip);
+  EXPECT_EQ(filter.Decide(Power(kT0 + 20 * kSec, 384)), StoreDecision::kSkip);
+  EXPECT_EQ(filter.Decide(Power(kT0 + 30 * kSec, 379)), StoreDecision::kStore);  // 21 W from 400
+  EXPECT_EQ(filter.Decide(Power(kT0 + 40 * kSec, 371)), StoreDecision::kSkip);   // 8 W from 379
+  // Within the band, still marked seen once per heartbeat.
+  EXPECT_EQ(filter.Decide(Power(kT0 + 30 * kSec + 5 * kMin, 390)), StoreDecision::kSeen);
+  // The floor: at idle 5% is 3 W, the band is 10 W.
+  EXPECT_EQ(filter.Decide(Power(kT0 + 6 * kMin, 60)), StoreDecision::kStore);
+  EXPECT_EQ(filter.Decide(Power(kT0 + 6 * kMin + 10 * kSec, 69)), StoreDecision::kSkip);
+  EXPECT_EQ(filter.Decide(Power(kT0 + 6 * kMin + 20 * kSec, 71)), StoreDecision::kStore);
+  // Anything else about the reading changing is stored whatever the value does.
+  Observation quirk = Power(kT0 + 7 * kMin, 71);
+  quirk.attrs["quirk"] = "scaled";
+  EXPECT_EQ(filter.Decide(quirk), StoreDecision::kStore);
+  // A reading that is not a number any more is stored.
+  Observation nan = Power(kT0 + 8 * kMin, std::nan(""));
+  EXPECT_EQ(filter.Decide(nan), StoreDecision::kStore);
+}
+
+TEST(DaemonChangeFilter, DeadbandNeverCoversCountersStatesOrThresholdedReadings) {
+  // Every kind from every polled source, as a periodic reading that moves by one unit
+  // (0.1%): only the listed analog kinds may be held back; a counter step of 1, a state,
+  // a temperature or voltage a detector thresholds, chassis power: always stored.
+  const std::set<std::pair<Source, ObsKind>> banded = {{Source::kNvml, ObsKind::kPower},
+                                                       {Source::kDcgmExporter, ObsKind::kPower},
+                                                       {Source::kNvml, ObsKind::kClock},
+                                                       {Source::kDcgmExporter, ObsKind::kClock},
+                                                       {Source::kRedfish, ObsKind::kFanSpeed}};
+  std::set<std::pair<Source, ObsKind>> listed;
+  for (const Deadband& d : DefaultDeadbands()) listed.insert({d.source, d.kind});
+  EXPECT_EQ(listed, banded);
+  size_t checked = 0;
+  for (Source source : {Source::kNvml, Source::kDcgmExporter, Source::kSysfs, Source::kRedfish}) {
+    for (ObsKind kind : AllObsKinds()) {
+      Observation o = Temp(kT0, 1000);
+      o.source = source;
+      o.kind = kind;
+      o.attrs.clear();
+      if (!IsPeriodicReading(o)) continue;
+      ChangeFilter filter;
+      ASSERT_EQ(filter.Decide(o), StoreDecision::kStore);
+      o.time_ns += 10 * kSec;
+      o.value = 1001;
+      const bool held = filter.Decide(o) == StoreDecision::kSkip;
+      EXPECT_EQ(held, banded.count({source, kind}) > 0) << ToString(source) << " " << ToString(kind);
+      // With the dead-band off nothing is held back.
+      ChangeFilter exact(ChangeFilterOptions{.deadbands = {}});
+      o.value = 1000;
+      ASSERT_EQ(exact.Decide(o), StoreDecision::kStore);
+      o.time_ns += 10 * kSec;
+      o.value = 1001;
+      EXPECT_EQ(exact.Decide(o), StoreDecision::kStore) << ToString(source) << " " << ToString(kind);
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 100u);
 }
 
 // Guards the series-attr table against the real collector: in an unchanged 8-GPU sample
@@ -211,11 +303,11 @@ TEST(DaemonChangeFilter, EveryReadingOfAFakeNvmlSampleIsItsOwnSeries) {
   size_t first_kept = 0, second_kept = 0;
   auto first = source->Poll(int64_t{1} << 62);
   ASSERT_TRUE(first.ok()) << first.status().ToString();
-  for (const Observation& o : first->observations) first_kept += filter.Keep(o);
+  for (const Observation& o : first->observations) first_kept += Stored(filter, o);
   clock.Advance(kSec);
   auto second = source->Poll(int64_t{1} << 62);
   ASSERT_TRUE(second.ok());
-  for (const Observation& o : second->observations) second_kept += filter.Keep(o);
+  for (const Observation& o : second->observations) second_kept += Stored(filter, o);
   EXPECT_GT(first->observations.size(), 100u);
   EXPECT_EQ(first_kept, first->observations.size());
   EXPECT_EQ(filter.series(), first->observations.size());
@@ -226,11 +318,8 @@ TEST(DaemonChangeFilter, EveryReadingOfAFakeNvmlSampleIsItsOwnSeries) {
 
 std::unique_ptr<Store> MemoryStore() { return std::move(Store::Open(":memory:").value()); }
 
-size_t StoredRows(Store& store) {
-  ObservationQuery q;
-  q.limit = 0;
-  return store.QueryObservations(q)->rows.size();
-}
+// Rows in the store (a query would add the copies of flat series as last seen).
+size_t StoredRows(Store& store) { return static_cast<size_t>(store.Stats()->observations); }
 
 SourceBatch Batch(std::vector<Observation> observations, std::vector<Cursor> cursors = {}) {
   SourceBatch b;
@@ -249,9 +338,22 @@ TEST(DaemonPipelineStorage, FlatSeriesIsStoredOncePerHeartbeatAndChangesAtOnce) 
                                                 Ecc(kT0 + s * kSec, 3, "aggregate")}))
                     .ok());
   }
-  // Temperature: 0, 300, 400 (bump), 420 (back); each ECC counter: 0, 300.
-  EXPECT_EQ(StoredRows(*store), 8u);
-  EXPECT_EQ(pipeline.stats().observations_unchanged, 60u * 3 - 8);
+  // Temperature: 0, 400 (bump), 420 (back); each ECC counter: 0. The flat stretches are
+  // marked seen at 300 instead of stored again.
+  EXPECT_EQ(StoredRows(*store), 5u);
+  EXPECT_EQ(pipeline.stats().observations_unchanged, 60u * 3 - 5);
+  // A reader still sees each ECC counter alive at its last mark, from one row each.
+  ObservationQuery q;
+  q.kind = ObsKind::kEccSbe;
+  q.since_ns = kT0 + 200 * kSec;
+  auto rows = store->QueryObservations(q);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->rows.size(), 4u);  // per counter: a copy at since, a copy at 300 s
+  for (const auto& row : rows->rows) {
+    EXPECT_TRUE(row.seen_copy);
+    EXPECT_EQ(row.value.value, 3.0);
+  }
+  EXPECT_EQ(rows->rows.back().value.time_ns, kT0 + 300 * kSec);
 }
 
 TEST(DaemonPipelineStorage, CursorsAreSavedWhenEveryObservationIsFilteredOut) {
@@ -311,6 +413,71 @@ TEST(DaemonPipelineStorage, DetectorsSeeEverySampleOfASeriesStoredOnce) {
   EXPECT_TRUE(slowdown) << "sustained HW_SLOWDOWN not found from " << findings->rows.size() << " findings";
 }
 
+TEST(DaemonPipelineStorage, WanderingGpuPowerIsStoredToWithinItsBandAndExactlyWhenTheBandIsOff) {
+  for (bool deadband : {true, false}) {
+    auto store = MemoryStore();
+    PipelineOptions options;
+    options.store_deadband = deadband;
+    Pipeline pipeline(*store, "node7", options, nullptr);
+    // 400 W +-8 W around a slow 60 W dip; the counter next to it creeps by one.
+    for (int64_t s = 0; s < 60; ++s) {
+      const double watts = (s >= 30 && s < 40 ? 340 : 400) + (s % 3 - 1) * 8.0;
+      ASSERT_TRUE(pipeline
+                      .Ingest(Layer::kGpu, Batch({Power(kT0 + s * 10 * kSec, watts),
+                                                  Ecc(kT0 + s * 10 * kSec, s / 20.0 >= 1 ? 4 : 3, "volatile")}))
+                      .ok());
+    }
+    ObservationQuery q{.kind = ObsKind::kPower, .include_seen = false};
+    q.limit = 0;
+    const size_t power_rows = store->QueryObservations(q)->rows.size();
+    q.kind = ObsKind::kEccSbe;
+    EXPECT_EQ(store->QueryObservations(q)->rows.size(), 2u);  // 3, then 4: never banded
+    if (deadband) {
+      EXPECT_EQ(power_rows, 3u) << "400, the dip, back";
+    } else {
+      EXPECT_EQ(power_rows, 60u);
+    }
+  }
+}
+
+TEST(DaemonPipelineStorage, ARestartResumesAFlatSeriesAtItsLastMarkAndADowntimeStartsANewRow) {
+  auto store = MemoryStore();
+  {
+    Pipeline first(*store, "node7", PipelineOptions{}, nullptr);
+    // HW_SLOWDOWN held for 12 minutes: one row, marks at 5 and 10 minutes.
+    for (int64_t s = 0; s <= 12 * 60; s += 10) {
+      ASSERT_TRUE(first.Ingest(Layer::kGpu, Batch({Mask(kT0 + s * kSec, 0x8)})).ok());
+    }
+  }
+  EXPECT_EQ(StoredRows(*store), 1u);
+  {
+    // Restarted at once: primed from the copy at the last mark, the next reading writes
+    // nothing, and the one a heartbeat after that mark is a mark again.
+    Pipeline restarted(*store, "node7", PipelineOptions{}, nullptr);
+    ASSERT_TRUE(restarted.WarmStart(kT0 + 12 * kMin).ok());
+    auto next = restarted.Ingest(Layer::kGpu, Batch({Mask(kT0 + 12 * kMin + 10 * kSec, 0x8)}));
+    ASSERT_TRUE(next.ok());
+    EXPECT_EQ(next->inserted + next->seen_marked + next->seen_stored, 0u);
+    auto mark = restarted.Ingest(Layer::kGpu, Batch({Mask(kT0 + 15 * kMin, 0x8)}));
+    ASSERT_TRUE(mark.ok());
+    EXPECT_EQ(mark->seen_marked, 1u);
+    EXPECT_EQ(StoredRows(*store), 1u);
+  }
+  // Down for 20 minutes: the same state afterwards is a new row, so no stretch claims
+  // the minutes nobody read.
+  Pipeline later(*store, "node7", PipelineOptions{}, nullptr);
+  ASSERT_TRUE(later.WarmStart(kT0 + 35 * kMin).ok());
+  auto after = later.Ingest(Layer::kGpu, Batch({Mask(kT0 + 35 * kMin, 0x8)}));
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->inserted, 1u);
+  ObservationQuery q{.include_seen = false};
+  q.limit = 0;
+  auto rows = store->QueryObservations(q);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->rows.size(), 2u);
+  EXPECT_EQ(rows->rows[0].seen_until_ns, kT0 + 15 * kMin);
+}
+
 TEST(DaemonPipelineStorage, StoreEverySampleTurnsTheFilterOff) {
   auto store = MemoryStore();
   PipelineOptions options;
@@ -342,6 +509,11 @@ TEST(DaemonStorageConfig, DefaultsAndKeys) {
   EXPECT_FALSE(defaults->agent.store_every_sample);
   EXPECT_TRUE(defaults->redfish.events);
   EXPECT_EQ(PipelineOptionsFor(*defaults).store_unchanged_heartbeat_ns, 5 * kMin);
+  EXPECT_TRUE(defaults->agent.store_deadband);
+  EXPECT_TRUE(PipelineOptionsFor(*defaults).store_deadband);
+  auto exact = ParseAgentConfig("[agent]\nstore_deadband = false\n");
+  ASSERT_TRUE(exact.ok()) << exact.status().ToString();
+  EXPECT_FALSE(PipelineOptionsFor(*exact).store_deadband);
 
   auto set = ParseAgentConfig("[agent]\nstore_unchanged_heartbeat = \"90s\"\n[redfish]\nevents = false\n");
   ASSERT_TRUE(set.ok()) << set.status().ToString();
@@ -374,6 +546,11 @@ TEST(DaemonStorageConfig, BadValuesNameTheKey) {
     auto c = ParseAgentConfig(text);
     ASSERT_FALSE(c.ok()) << text;
     EXPECT_NE(c.status().message().find("agent.store_every_sample"), std::string::npos) << c.status().message();
+  }
+  for (const char* text : {"[agent]\nstore_deadband = \"5%\"\n", "[agent]\nstore_deadband = 0.05\n"}) {
+    auto c = ParseAgentConfig(text);
+    ASSERT_FALSE(c.ok()) << text;
+    EXPECT_NE(c.status().message().find("agent.store_deadband"), std::string::npos) << c.status().message();
   }
   auto events = ParseAgentConfig("[redfish]\nevents = \"on\"\n");
   ASSERT_FALSE(events.ok());

@@ -66,8 +66,9 @@ TEST(DeploySystemd, SystemdAnalyzeVerifyAcceptsTheUnit) {
   const fs::path binary = fs::path(FAULTLINE_BINARY_DIR) / "faultline";
   if (!fs::exists(binary)) GTEST_SKIP() << "faultline CLI not built";
   std::string unit = ReadFile(Deploy() / "systemd/faultline-agent.service");
-  const std::string from = "/usr/local/bin/faultline";
-  unit.replace(unit.find(from), from.size(), binary.string());
+  const std::string from = "ExecStart=/usr/local/bin/faultline";
+  ASSERT_NE(unit.find(from), std::string::npos);
+  unit.replace(unit.find(from), from.size(), "ExecStart=" + binary.string());
   const fs::path dir = fs::temp_directory_path() / ("faultline_deploy_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const fs::path copy = dir / "faultline-agent.service";
@@ -157,7 +158,7 @@ TEST(DeployKubernetes, RbacAllowsOnlyCordonConditionsEvictionsAndEvents) {
       for (const YAML::Node& verb : rule["verbs"]) granted.insert(res.as<std::string>() + ":" + verb.as<std::string>());
     }
   }
-  for (const std::string& needed : {"nodes:patch", "nodes/status:patch", "pods:list", "pods/eviction:create",
+  for (const char* needed : {"nodes:patch", "nodes/status:patch", "pods:list", "pods/eviction:create",
                                     "events:create"}) {
     EXPECT_TRUE(granted.count(needed)) << needed;
   }

@@ -84,9 +84,12 @@ TEST(KernelIncremental, FindingsTwiceWithNoNewInputAreIdentical) {
   EXPECT_EQ(third, d.Findings());
 }
 
+// The identity the agent stores findings under (daemon/pipeline.h FindingKey): every
+// kernel finding carries its event key.
 std::string FindingKey(const Finding& f) {
+  EXPECT_FALSE(f.key.empty()) << f.summary;
   return std::string(ToString(f.layer)) + "|" + std::string(ToString(f.fault_class)) + "|" + f.component.Id() + "|" +
-         std::to_string(f.first_ns);
+         f.key;
 }
 
 TEST(KernelIncremental, OneXid13EventIsOneFindingAndKeysNeverCollide) {
@@ -120,8 +123,8 @@ TEST(KernelIncremental, OneXid13EventIsOneFindingAndKeysNeverCollide) {
 
 TEST(KernelIncremental, KeysAreUniqueAcrossRulesOnABusyLog) {
   KernelDetector d;
-  // Two codes the catalog reads the same way, on one GPU at one instant: the store would
-  // key them alike, so they come out as one finding.
+  // Two codes the catalog reads the same way, on one GPU at one instant: two events, two
+  // event keys, never one key for both.
   d.Observe(KernelObs(ObsKind::kXid, 109, "0000:3b:00.0", 5));
   d.Observe(KernelObs(ObsKind::kXid, 110, "0000:3b:00.0", 5));
   Feed(d, 3'000);

@@ -12,6 +12,7 @@ constexpr Registrar kCommands[] = {
     faultline::cli::AddSimCommand,
     faultline::cli::AddMockBmcCommand,
     faultline::cli::AddBenchRedfishSweepCommand,
+    faultline::cli::AddBenchAgentRestCommand,
 };
 
 }  // namespace

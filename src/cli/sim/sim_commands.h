@@ -10,5 +10,6 @@ namespace faultline::cli {
 void AddSimCommand(CliApp& app);  // also `bench accuracy`
 void AddMockBmcCommand(CliApp& app);
 void AddBenchRedfishSweepCommand(CliApp& app);
+void AddBenchAgentRestCommand(CliApp& app);  // `bench agent-rest` (issue 16)
 
 }  // namespace faultline::cli

@@ -35,6 +35,8 @@ Finding& GpuFindingBook::Upsert(std::string_view rule, const Observation& obs) {
     f.first_ns = t;
     f.count = 1;
     f.attrs["rule"] = std::string(rule);
+    // Identity: one finding per (GPU, rule), from its first sample on (Finding::key).
+    f.key = "gpu|" + std::string(rule) + "|" + key.first + "@" + std::to_string(t);
   } else {
     ++f.count;
   }

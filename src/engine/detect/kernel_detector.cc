@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "engine/detect/critical.h"  // IsFatalAer: one definition for the detector and the wake-up
 #include "engine/detect/gpu_identity.h"
 #include "engine/detect/kernel_state.h"
 #include "parse/kernel_line.h"
@@ -20,6 +21,7 @@ using kernel::AddObservation;
 using kernel::BoundedMap;
 using kernel::EvidencePolicy;
 using kernel::MergeFinding;
+using kernel::SetEventKey;
 using kernel::StartFinding;
 
 namespace {
@@ -79,16 +81,6 @@ std::string Program(const Observation& o) {
   if (!p.empty()) return p;
   std::string pid = Attr(o, "pid");
   return pid.empty() ? std::string() : "pid " + pid;
-}
-
-// A fatal PCIe error: the AER core's Uncorrected (Fatal) class, a Surprise Down, or its
-// verdict that the link could not be recovered / was contained.
-bool IsFatalAer(const Observation& o) {
-  const std::string sev = Attr(o, "severity");
-  const std::string errors = Attr(o, "errors") + "," + Attr(o, "type");
-  return sev.find("(Fatal)") != std::string::npos || errors.find("SDES") != std::string::npos ||
-         errors.find("Surprise Down") != std::string::npos || errors.find("recover") != std::string::npos ||
-         errors.find("DPC") != std::string::npos;
 }
 
 bool IsMemoryXid(int64_t c) { return c == 48 || c == 63 || c == 64; }
@@ -278,7 +270,10 @@ class Folder {
              Severity sev, double confidence) {
     bool fresh = false;
     Finding& f = map.Get(key, SortTimeNs(obs), fresh);
-    if (fresh) f = StartFinding(obs, fc, Layer::kOs, action, sev, confidence);
+    if (fresh) {
+      f = StartFinding(obs, fc, Layer::kOs, action, sev, confidence);
+      SetEventKey(f, &map == &s_.xid45 ? "xid45" : "driver", key, obs);
+    }
     AddObservation(f, obs, policy_);
   }
 
@@ -287,6 +282,7 @@ class Folder {
     Finding& f = s_.apps.Get(Attr(obs, "process") + "|" + Attr(obs, "event"), SortTimeNs(obs), fresh);
     if (fresh) {
       f = StartFinding(obs, FaultClass::kUserApplication, Layer::kOs, Action::kNotifyUser, Severity::kWarning, 0.8);
+      SetEventKey(f, "app", Attr(obs, "process") + "|" + Attr(obs, "event"), obs);
       const std::string process = Attr(obs, "process"), pid = Attr(obs, "pid"), lib = Attr(obs, "library");
       f.attrs["process"] = process;
       f.summary = "Program " + (process.empty() ? std::string("(unnamed)") : process) +
@@ -299,6 +295,7 @@ class Folder {
   void Hang(const Observation& obs) {
     if (!s_.hangs) {
       s_.hangs = StartFinding(obs, FaultClass::kDriverFault, Layer::kOs, Action::kMonitor, Severity::kWarning, 0.4);
+      SetEventKey(*s_.hangs, "hang", "", obs);
     }
     AddObservation(*s_.hangs, obs, policy_);
   }
@@ -315,6 +312,7 @@ class Folder {
       if (!dev.uncorrected) {
         dev.uncorrected = StartFinding(obs, FaultClass::kPcieLinkDegraded, Layer::kFabric, Action::kReseatOrReplaceLink,
                                        Severity::kCritical, 0.8);
+        SetEventKey(*dev.uncorrected, "aer_uncorrected", obs.component.name, obs);
       }
       AddObservation(*dev.uncorrected, obs, policy_);
       dev.fatal = dev.fatal || IsFatalAer(obs);
@@ -323,6 +321,7 @@ class Folder {
     if (!dev.corrected) {
       dev.corrected =
           StartFinding(obs, FaultClass::kPcieLinkDegraded, Layer::kFabric, Action::kMonitor, Severity::kWarning, 0.7);
+      SetEventKey(*dev.corrected, "aer_corrected", obs.component.name, obs);
     }
     AddObservation(*dev.corrected, obs, policy_);
     // Corrected errors inside the storm window: a running sum, the best window kept.
@@ -347,6 +346,7 @@ class Folder {
     State::OffBus& off = s_.offbus.Get(bdf, t, fresh);
     if (fresh) {
       off.f = StartFinding(obs, FaultClass::kGpuFellOffBus, Layer::kOs, Action::kDrain, Severity::kFatal, 0.9);
+      SetEventKey(off.f, "offbus", bdf, obs);
       off.bdf = bdf;
       AbsorbLinkErrors(off, t);
       LinkFatalPort(off, t);
@@ -427,6 +427,7 @@ class Folder {
     State::Memory& m = s_.memory.Get(bdf, SortTimeNs(obs), fresh);
     if (fresh) {
       m.f = StartFinding(obs, FaultClass::kHbmUncorrectable, Layer::kGpu, Action::kResetGpu, Severity::kCritical, 0.85);
+      SetEventKey(m.f, "memory", bdf, obs);
       m.bdf = bdf;
     }
     m.dbe |= *obs.code == 48;
@@ -456,6 +457,9 @@ class Folder {
     State::ProgramGroup& g = s_.programs.Get(group_key, t, fresh);
     if (fresh) {
       g.f = StartFinding(obs, FaultClass::kUserApplication, Layer::kOs, Action::kNotifyUser, Severity::kWarning, 0.8);
+      // The group (GPU, code, unit) and the time of its first line: the ESR line that
+      // joins it, or a second process on the same unit, never changes the identity.
+      SetEventKey(g.f, "program", group_key, obs);
       g.bdf = bdf;
       g.code = code;
       g.gpc = Attr(obs, "gpc");
@@ -494,6 +498,7 @@ class Folder {
     State::Nvlink& n = s_.nvlink.Get(bdf + "|" + link + "|" + std::to_string(code), SortTimeNs(obs), fresh);
     if (fresh) {
       n.f = StartFinding(obs, FaultClass::kNvlinkErrors, Layer::kFabric, action, sev, 0.75);
+      SetEventKey(n.f, "nvlink", bdf + "|" + link + "|" + std::to_string(code), obs);
       n.bdf = bdf;
       n.link = link;
       n.code = code;
@@ -512,6 +517,7 @@ class Folder {
     State::OtherXid& x = s_.other.Get(bdf + "|" + std::to_string(*obs.code), SortTimeNs(obs), fresh);
     if (fresh) {
       x.f = StartFinding(obs, rule.fault_class, rule.layer, rule.action, rule.severity, rule.hardware ? 0.75 : 0.7);
+      SetEventKey(x.f, "xid", bdf + "|" + std::to_string(*obs.code), obs);
       x.bdf = bdf;
       x.code = *obs.code;
       if (std::string p = Attr(obs, "process"); !p.empty()) x.f.attrs["process"] = p;
@@ -564,6 +570,7 @@ class Folder {
     State::Recovery& r = s_.recovery.Get(bdf, SortTimeNs(obs), fresh);
     if (fresh) {
       r.f = StartFinding(obs, FaultClass::kDriverFault, Layer::kOs, *action, Severity::kCritical, 0.6);
+      SetEventKey(r.f, "recovery", bdf, obs);
       r.bdf = bdf;
     }
     r.action = std::max(r.action, *action);
@@ -582,6 +589,7 @@ class Folder {
         s_.sxid.Get(obs.component.Id() + "|" + std::to_string(*obs.code) + "|" + link, SortTimeNs(obs), fresh);
     if (fresh) {
       x.f = StartFinding(obs, rule.fault_class, rule.layer, rule.action, rule.severity, 0.75);
+      SetEventKey(x.f, "sxid", obs.component.Id() + "|" + std::to_string(*obs.code) + "|" + link, obs);
       if (!link.empty() && link != "-1") x.f.component.keys["link"] = link;
       x.rule = rule;
       x.code = *obs.code;
@@ -600,6 +608,7 @@ class Folder {
     State::HostMemory& h = s_.host_memory.Get(location, SortTimeNs(obs), fresh);
     if (fresh) {
       h.f = StartFinding(obs, FaultClass::kHostMemory, Layer::kOs, Action::kMonitor, Severity::kWarning, 0.8);
+      SetEventKey(h.f, "host_memory", location, obs);
       h.location = location;
     }
     // The EDAC line's own count ("3 CE"), kept sane whatever the input says.
@@ -624,7 +633,10 @@ class Folder {
     const std::string ev = Attr(obs, "event");
     const std::string detail = Attr(obs, "detail");
     auto grow = [&](std::optional<Finding>& f, FaultClass fc, Action a, Severity s) {
-      if (!f) f = StartFinding(obs, fc, Layer::kFabric, a, s, 0.7);
+      if (!f) {
+        f = StartFinding(obs, fc, Layer::kFabric, a, s, 0.7);
+        SetEventKey(*f, "nic_" + ev, obs.component.Id(), obs);
+      }
       AddObservation(*f, obs, policy_);
     };
     if (ev == "slot_power") {
@@ -1115,14 +1127,17 @@ class Assembler {
     }
   }
 
-  // Findings the store would key alike (layer, class, component, first time) are one
-  // event seen by two rules or two lines: merged, so no key collides.
+  // Findings with one identity (layer, class, component and event key: Finding::key)
+  // are one event reached twice: merged, so no key collides. Distinct events that began
+  // in the same instant (two processes' exceptions on two units) have distinct event keys
+  // and stay distinct findings.
   std::vector<Finding> Unique(std::vector<Finding> in) const {
     std::vector<Finding> out;
     std::map<std::string, size_t> seen;
     for (Finding& f : in) {
       const std::string key = std::string(ToString(f.layer)) + "|" + std::string(ToString(f.fault_class)) + "|" +
-                              f.component.Id() + "|" + std::to_string(f.first_ns);
+                              f.component.Id() + "|" + std::to_string(f.key.size()) + ":" + f.key + "|" +
+                              (f.key.empty() ? std::to_string(f.first_ns) : "");
       auto [it, fresh] = seen.emplace(key, out.size());
       if (fresh) {
         out.push_back(std::move(f));

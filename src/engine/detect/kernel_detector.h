@@ -35,8 +35,9 @@
 // capped per rule, windows kept only as long as the longest rule needs, evidence capped
 // per finding); Findings() assembles the current findings from that state, costing the
 // number of groups, never the history. Findings() is a pure function of the state: two
-// calls with no Observe() between return identical findings. No two findings share
-// (layer, class, component, first time): findings that would are merged.
+// calls with no Observe() between return identical findings. Every finding carries its
+// event identity (Finding::key: rule, group, first line's time); no two findings share
+// (layer, class, component, key): findings that would are merged.
 #pragma once
 
 #include <cstddef>

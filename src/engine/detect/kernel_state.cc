@@ -40,6 +40,17 @@ void AddObservation(Finding& f, const Observation& o, const EvidencePolicy& poli
   f.evidence.push_back(std::move(e));
 }
 
+void SetEventKey(Finding& f, std::string_view rule, std::string_view group, const Observation& first) {
+  f.key.clear();
+  f.key += rule;
+  f.key += '|';
+  f.key += std::to_string(group.size());
+  f.key += ':';
+  f.key += group;
+  f.key += '@';
+  f.key += first.mono_us ? "m" + std::to_string(*first.mono_us) : "t" + std::to_string(SortTimeNs(first));
+}
+
 void MergeFinding(Finding& into, const Finding& from, const EvidencePolicy& policy) {
   into.count += from.count;
   into.first_ns = std::min(into.first_ns, from.first_ns);

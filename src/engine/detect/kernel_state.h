@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/types.h"
@@ -90,6 +91,11 @@ struct EvidencePolicy {
 Finding StartFinding(const Observation& first, FaultClass fc, Layer layer, Action action, Severity sev,
                      double confidence);
 void AddObservation(Finding& f, const Observation& o, const EvidencePolicy& policy);
+// Sets the finding's identity (Finding::key) when its rule starts it: the rule, the
+// group it belongs to (length-prefixed, so no group text can pose as another) and the
+// first line's own time (kernel monotonic time when known, else its sort time). Never
+// changed afterwards, whatever the finding absorbs.
+void SetEventKey(Finding& f, std::string_view rule, std::string_view group, const Observation& first);
 // Adds `from`'s span, count and evidence to `into` (evidence up to the cap).
 void MergeFinding(Finding& into, const Finding& from, const EvidencePolicy& policy);
 

@@ -37,6 +37,9 @@ void OobFindingBook::Raise(const std::string& key, const Observation& obs, const
     f.severity = severity;
     f.action = action;
     f.first_ns = inserted ? t : f.first_ns;
+    // Identity (Finding::key): the book's key and the first raise; a reopened finding is
+    // the same one (it keeps its first time too).
+    if (inserted) f.key = "oob|" + key + "@" + std::to_string(t);
     f.count = inserted ? 0 : f.count;
     f.attrs["state"] = "open";
   }

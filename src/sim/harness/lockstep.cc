@@ -9,7 +9,9 @@
 
 #include "core/clock.h"
 #include "core/inventory.h"
+#include "daemon/sources.h"
 #include "sim/harness/workdir.h"
+#include "store/store.h"
 
 namespace faultline::sim {
 namespace {
@@ -121,6 +123,25 @@ int64_t NextTick(const daemon::Agent& agent, int64_t i, int64_t mono0_ns, int64_
   return std::max(i + 1, at);
 }
 
+// The agent as `faultline agent` builds it (Agent::Create: the configured sources, the
+// pipeline, the warm start), over a store the run throws away with its directory: no
+// fsync per commit (NORMAL still survives the process dying) and no integrity check of
+// a file created a moment ago. Thousands of commits a simulated day made the fsyncs most
+// of a multi-day run's wall time. A topology file needs Agent::Create's own path.
+Result<std::unique_ptr<daemon::Agent>> CreateSimAgent(const daemon::AgentConfig& config, const Clock& clock,
+                                                      daemon::Logger& logger) {
+  if (!config.sysfs.topology_file.empty()) return daemon::Agent::Create(config, clock, logger);
+  StoreOptions disposable;
+  disposable.synchronous = StoreOptions::Synchronous::kNormal;
+  disposable.check_integrity_on_open = false;
+  auto store = Store::Open(config.agent.store_path, disposable);
+  if (!store.ok()) return store.status();
+  std::unique_ptr<Topology> topology;
+  auto sources = daemon::MakeConfiguredSources(config, config.agent.node, clock, **store, topology);
+  if (!sources.ok()) return sources.status();
+  return daemon::Agent::CreateWithStore(config, std::move(store).value(), std::move(sources).value(), clock, logger);
+}
+
 }  // namespace
 
 bool ComponentMatches(const ComponentRef& c, const std::vector<std::string>& truth, const SimNode& node) {
@@ -215,7 +236,7 @@ Result<ScenarioRun> RunScenarioLockstep(const NodeScenario& scenario, const Lock
   std::ostringstream discard;
   daemon::Logger logger(o.agent_log ? *o.agent_log : discard, daemon::LogLevel::kWarn, clock);
   const daemon::AgentConfig config = SimAgentConfig(**node, o, dir + "/faultline.db");
-  auto agent = daemon::Agent::Create(config, clock, logger);
+  auto agent = CreateSimAgent(config, clock, logger);
   if (!agent.ok()) return agent.status();
 
   ScenarioRun run;

@@ -5,6 +5,9 @@
 // ticks where nothing is due are skipped (the fake clock jumps), so idle simulated time
 // costs nothing. The primary diagnosis is
 // recorded every time it changes, and checked against the scenario's ground truth.
+// The agent is built as `faultline agent` builds it (configured sources, pipeline, warm
+// start); only its store, thrown away with the run, is opened without an fsync per commit
+// (StoreOptions::Synchronous::kNormal) and without the integrity check of a file just made.
 #pragma once
 
 #include <cstdint>

@@ -30,12 +30,12 @@ long FdKmsgDevice::Read(char* buf, size_t len, int& err) {
 }
 
 Status FdKmsgDevice::SeekOldest() {
-  if (::lseek(fd_, 0, SEEK_DATA) < 0) return Status(StatusCode::kIoError, std::strerror(errno));
+  if (::lseek(fd_, 0, SEEK_DATA) < 0 && errno != ESPIPE) return Status(StatusCode::kIoError, std::strerror(errno));
   return Status::Ok();
 }
 
 Status FdKmsgDevice::SeekEnd() {
-  if (::lseek(fd_, 0, SEEK_END) < 0) return Status(StatusCode::kIoError, std::strerror(errno));
+  if (::lseek(fd_, 0, SEEK_END) < 0 && errno != ESPIPE) return Status(StatusCode::kIoError, std::strerror(errno));
   return Status::Ok();
 }
 

@@ -28,6 +28,7 @@ class KmsgDevice {
   // Like read(2): bytes read, 0 at end, -1 with `err` set (EAGAIN, EPIPE, EINVAL...).
   virtual long Read(char* buf, size_t len, int& err) = 0;
   // Position at the oldest record still in the ring (SEEK_DATA) or after the newest (SEEK_END).
+  // A pipe cannot seek (ESPIPE): reading starts where it is (a relay of /dev/kmsg, tests).
   virtual Status SeekOldest() = 0;
   virtual Status SeekEnd() = 0;
   // Waits up to timeout_ms for a record to become readable; false on timeout.
@@ -42,6 +43,9 @@ class FdKmsgDevice final : public KmsgDevice {
   Status SeekOldest() override;
   Status SeekEnd() override;
   bool Wait(int timeout_ms) override;
+  // The open descriptor, for a caller that polls it together with other descriptors
+  // (the agent's source: the device or its stop signal). Owned by this object.
+  int fd() const { return fd_; }
 
  private:
   explicit FdKmsgDevice(int fd) : fd_(fd) {}

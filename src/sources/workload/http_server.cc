@@ -26,11 +26,12 @@ bool IsLoopbackHost(std::string_view host) {
   return StartsWith(host, "127.") || host == "::1" || host == "localhost";
 }
 
-Result<int> ParsePort(std::string_view text, std::string_view whole) {
+Result<int> ParsePort(std::string_view text, std::string_view whole, std::string_view what) {
   int port = -1;
   const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), port);
   if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || port < 0 || port > 65535) {
-    return Status(StatusCode::kInvalidArgument, "workload listen address \"" + std::string(whole.substr(0, 80)) +
+    return Status(StatusCode::kInvalidArgument, std::string(what) + " listen address \"" +
+                                                    std::string(whole.substr(0, 80)) +
                                                     "\": expected HOST:PORT with a port 0..65535");
   }
   return port;
@@ -43,12 +44,13 @@ bool SameSecret(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
-Result<std::string> CheckToken(std::string token, const std::string& where) {
+Result<std::string> CheckToken(std::string token, const std::string& where, std::string_view what) {
   token = std::string(Trim(token));
-  if (token.empty()) return Status(StatusCode::kInvalidArgument, "workload token in " + where + " is empty");
+  if (token.empty()) return Status(StatusCode::kInvalidArgument, std::string(what) + " token in " + where + " is empty");
   for (char c : token) {
     if (static_cast<unsigned char>(c) < 0x21 || c == 0x7f) {
-      return Status(StatusCode::kInvalidArgument, "workload token in " + where + " has blanks or control characters");
+      return Status(StatusCode::kInvalidArgument,
+                    std::string(what) + " token in " + where + " has blanks or control characters");
     }
   }
   return token;
@@ -56,21 +58,22 @@ Result<std::string> CheckToken(std::string token, const std::string& where) {
 
 }  // namespace
 
-Result<ListenAddress> ParseListenAddress(std::string_view text) {
+Result<ListenAddress> ParseListenAddress(std::string_view text, std::string_view what) {
   text = Trim(text);
   const size_t colon = text.rfind(':');
   if (colon == std::string_view::npos || (text.front() != '[' && text.find(':') != colon)) {
     // A bare port, or an unbracketed IPv6 address (ambiguous: refused below).
     if (colon != std::string_view::npos) {
-      return Status(StatusCode::kInvalidArgument, "workload listen address \"" + std::string(text.substr(0, 80)) +
+      return Status(StatusCode::kInvalidArgument, std::string(what) + " listen address \"" +
+                                                      std::string(text.substr(0, 80)) +
                                                       "\": write IPv6 addresses as [ADDR]:PORT");
     }
-    auto port = ParsePort(text, text);
+    auto port = ParsePort(text, text, what);
     if (!port.ok()) return port.status();
     return ListenAddress{"127.0.0.1", *port, true};
   }
   std::string host(text.substr(0, colon));
-  auto port = ParsePort(text.substr(colon + 1), text);
+  auto port = ParsePort(text.substr(colon + 1), text, what);
   if (!port.ok()) return port.status();
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
   if (host.empty()) host = "127.0.0.1";  // ":9464": loopback by default
@@ -90,27 +93,34 @@ Result<std::vector<std::string>> CheckListenPolicy(const ListenAddress& address,
                                   " (not loopback): reachable from the network, bearer token required"};
 }
 
-Result<std::string> LoadBearerToken(const std::string& file, const std::string& env_var) {
+Result<std::string> LoadBearerToken(const std::string& file, const std::string& env_var, std::string_view what) {
   if (!file.empty()) {
     std::ifstream in(file, std::ios::binary);
-    if (!in) return Status(StatusCode::kNotFound, "cannot read workload token file " + file);
+    if (!in) return Status(StatusCode::kNotFound, "cannot read " + std::string(what) + " token file " + file);
     std::string text(kMaxTokenBytes + 1, '\0');
     in.read(text.data(), static_cast<std::streamsize>(text.size()));
     text.resize(static_cast<size_t>(in.gcount()));
     if (text.size() > kMaxTokenBytes)
-      return Status(StatusCode::kInvalidArgument, "workload token file " + file + " is too large");
-    return CheckToken(text.substr(0, text.find('\n')), "file " + file);
+      return Status(StatusCode::kInvalidArgument, std::string(what) + " token file " + file + " is too large");
+    return CheckToken(text.substr(0, text.find('\n')), "file " + file, what);
   }
   if (!env_var.empty()) {
     const char* v = std::getenv(env_var.c_str());
     if (v == nullptr)
-      return Status(StatusCode::kNotFound, "environment variable " + env_var + " (workload token) is not set");
+      return Status(StatusCode::kNotFound,
+                    "environment variable " + env_var + " (" + std::string(what) + " token) is not set");
     if (std::string_view(v).size() > kMaxTokenBytes) {
-      return Status(StatusCode::kInvalidArgument, "workload token in $" + env_var + " is too large");
+      return Status(StatusCode::kInvalidArgument, std::string(what) + " token in $" + env_var + " is too large");
     }
-    return CheckToken(v, "$" + env_var);
+    return CheckToken(v, "$" + env_var, what);
   }
   return std::string();
+}
+
+bool BearerTokenMatches(std::string_view authorization, std::string_view token) {
+  constexpr std::string_view kBearer = "Bearer ";
+  if (token.empty() || authorization.size() <= kBearer.size() || !StartsWith(authorization, kBearer)) return false;
+  return SameSecret(authorization.substr(kBearer.size()), token);
 }
 
 struct WorkloadHttpServer::Impl {
@@ -142,11 +152,7 @@ struct WorkloadHttpServer::Impl {
   }
 
   bool Authorized(const httplib::Request& req) const {
-    if (options.token.empty()) return true;
-    const std::string header = req.get_header_value("Authorization");
-    constexpr std::string_view kBearer = "Bearer ";
-    if (header.size() <= kBearer.size() || !StartsWith(header, kBearer)) return false;
-    return SameSecret(std::string_view(header).substr(kBearer.size()), options.token);
+    return options.token.empty() || BearerTokenMatches(req.get_header_value("Authorization"), options.token);
   }
 
   void Handle(const httplib::Request& req, httplib::Response& res) {

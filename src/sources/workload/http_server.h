@@ -35,7 +35,8 @@ struct ListenAddress {
 
 // "127.0.0.1:9464", "[::1]:9464", "localhost:9464", "0.0.0.0:9464", and ":9464" or
 // "9464" (loopback). kInvalidArgument for anything else (no port, port out of range).
-Result<ListenAddress> ParseListenAddress(std::string_view text);
+// `what` names the endpoint in messages (shared with the HTTP API, api/server.h).
+Result<ListenAddress> ParseListenAddress(std::string_view text, std::string_view what = "workload");
 
 // The bind policy: loopback is fine; anything else needs a token (kInvalidArgument
 // naming the address, never the token) and yields a warning to log.
@@ -45,7 +46,12 @@ Result<std::vector<std::string>> CheckListenPolicy(const ListenAddress& address,
 // from the environment variable `env_var` when set, else "" (no token). An unreadable,
 // empty or oversized (> 4 KiB) file, a token with control characters or an unset
 // variable is an error naming the file/variable; the token itself is never in a message.
-Result<std::string> LoadBearerToken(const std::string& file, const std::string& env_var);
+Result<std::string> LoadBearerToken(const std::string& file, const std::string& env_var,
+                                    std::string_view what = "workload");
+
+// True when `authorization` is "Bearer <token>" with exactly `token` (non-empty), compared
+// in constant time so the time taken does not tell how much matched.
+bool BearerTokenMatches(std::string_view authorization, std::string_view token);
 
 struct WorkloadServerOptions {
   std::string listen = "127.0.0.1:9464";

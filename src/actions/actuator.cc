@@ -1,0 +1,71 @@
+#include "actions/actuator.h"
+
+#include <array>
+#include <utility>
+
+namespace faultline::actions {
+namespace {
+
+constexpr std::array<std::pair<ActionClass, std::string_view>, 8> kNames = {{
+    {ActionClass::kCordon, "cordon"},
+    {ActionClass::kDrain, "drain"},
+    {ActionClass::kResetGpu, "reset_gpu"},
+    {ActionClass::kRebootNode, "reboot_node"},
+    {ActionClass::kRmaBundle, "rma_bundle"},
+    {ActionClass::kFacilityTicket, "facility_ticket"},
+    {ActionClass::kWebhook, "webhook"},
+    {ActionClass::kNotifyUser, "notify_user"},
+}};
+
+}  // namespace
+
+std::string_view ToString(ActionClass c) {
+  for (const auto& [v, name] : kNames) {
+    if (v == c) return name;
+  }
+  return "webhook";
+}
+
+std::optional<ActionClass> ParseActionClass(std::string_view name) {
+  for (const auto& [v, n] : kNames) {
+    if (n == name) return v;
+  }
+  return std::nullopt;
+}
+
+const std::vector<ActionClass>& AllActionClasses() {
+  static const std::vector<ActionClass> all = [] {
+    std::vector<ActionClass> v;
+    for (const auto& [c, name] : kNames) v.push_back(c);
+    return v;
+  }();
+  return all;
+}
+
+bool IsDisruptive(ActionClass c) {
+  return c == ActionClass::kCordon || c == ActionClass::kDrain || c == ActionClass::kResetGpu ||
+         c == ActionClass::kRebootNode;
+}
+
+Action CoreAction(ActionClass c) {
+  switch (c) {
+    case ActionClass::kCordon:
+      return Action::kCordon;
+    case ActionClass::kDrain:
+      return Action::kDrain;
+    case ActionClass::kResetGpu:
+      return Action::kResetGpu;
+    case ActionClass::kRebootNode:
+      return Action::kRebootNode;
+    case ActionClass::kRmaBundle:
+      return Action::kRma;
+    case ActionClass::kFacilityTicket:
+      return Action::kFacilityTicket;
+    case ActionClass::kWebhook:
+    case ActionClass::kNotifyUser:
+      return Action::kNotifyUser;
+  }
+  return Action::kNone;
+}
+
+}  // namespace faultline::actions

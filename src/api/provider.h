@@ -1,0 +1,102 @@
+// What the HTTP API and /metrics read: one node's observations, findings, diagnoses,
+// actions and source health, behind a small interface so the same server runs over a
+// stored run (`faultline serve`, StoreProvider over a read-only Store) and, later, inside
+// the agent (a provider over the agent's own Store and live state: override Sources()
+// with the agent's per-source status and NowNs() with its clock).
+//
+// Thread-safety: the server calls a provider from several worker threads at once;
+// implementations serialize what needs it (Store already does).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/status.h"
+#include "core/types.h"
+#include "daemon/why_slow.h"
+#include "store/records.h"
+
+namespace faultline {
+class Store;
+}
+
+namespace faultline::api {
+
+struct SourceHealth {
+  Source source = Source::kKmsg;
+  std::optional<bool> up;                  // known to a live agent; a stored run cannot tell
+  std::optional<int64_t> last_success_ns;  // newest stored observation of the source
+  std::optional<uint64_t> errors;          // failed polls, when counted (agent)
+};
+
+class DataProvider {
+ public:
+  virtual ~DataProvider() = default;
+
+  // The node every answer is about.
+  virtual std::string Node() = 0;
+  // "Now" for relative times (since=2h) and the metrics window: the wall clock in the
+  // agent; for a stored run the newest stored observation, so an old or simulated run
+  // still reads as it was.
+  virtual Result<int64_t> NowNs() = 0;
+
+  virtual Result<QueryResult<Observation>> Observations(const ObservationQuery& query) = 0;
+  virtual Result<QueryResult<Finding>> Findings(const RecordQuery& query) = 0;
+  virtual Result<QueryResult<Diagnosis>> Diagnoses(const RecordQuery& query) = 0;
+  virtual Result<QueryResult<ActionRecord>> Actions(const RecordQuery& query) = 0;
+  // nullopt when no diagnosis of this node has that id.
+  virtual Result<std::optional<Row<Diagnosis>>> DiagnosisById(int64_t id) = 0;
+  // The diagnosis in force: the newest stored one (the agent stores the primary each time
+  // it changes); nullopt when none.
+  virtual Result<std::optional<Row<Diagnosis>>> ActiveDiagnosis() = 0;
+  virtual Result<daemon::WhySlowAnswer> WhySlow(int64_t since_ns, int64_t until_ns) = 0;
+  // Per source, what is known of its health; `since_ns` bounds how far back a stored
+  // run is searched for a source's newest observation.
+  virtual Result<std::vector<SourceHealth>> Sources(int64_t since_ns) = 0;
+  virtual Result<StoreStats> StoreStatistics() = 0;
+  // Records an operator's acknowledgement of a diagnosis as an action row; returns the
+  // row id. kPermissionDenied when the data is read-only, kNotFound for an unknown id.
+  virtual Result<int64_t> Acknowledge(int64_t diagnosis_id, const std::string& note) = 0;
+};
+
+struct StoreProviderOptions {
+  std::string node;                     // required
+  const Clock* clock = nullptr;         // null: "now" is the newest stored observation
+  bool writable = false;                // Acknowledge writes (the store must be open read-write)
+  size_t max_diagnosis_scan = 100'000;  // rows read to find a diagnosis by id
+};
+
+// Over a Store (read-only in `faultline serve`). The store must outlive the provider.
+class StoreProvider : public DataProvider {
+ public:
+  StoreProvider(Store& store, StoreProviderOptions options);
+
+  std::string Node() override { return options_.node; }
+  Result<int64_t> NowNs() override;
+  Result<QueryResult<Observation>> Observations(const ObservationQuery& query) override;
+  Result<QueryResult<Finding>> Findings(const RecordQuery& query) override;
+  Result<QueryResult<Diagnosis>> Diagnoses(const RecordQuery& query) override;
+  Result<QueryResult<ActionRecord>> Actions(const RecordQuery& query) override;
+  Result<std::optional<Row<Diagnosis>>> DiagnosisById(int64_t id) override;
+  Result<std::optional<Row<Diagnosis>>> ActiveDiagnosis() override;
+  Result<daemon::WhySlowAnswer> WhySlow(int64_t since_ns, int64_t until_ns) override;
+  Result<std::vector<SourceHealth>> Sources(int64_t since_ns) override;
+  Result<StoreStats> StoreStatistics() override;
+  Result<int64_t> Acknowledge(int64_t diagnosis_id, const std::string& note) override;
+
+ protected:
+  Store& store() { return store_; }
+
+ private:
+  Store& store_;
+  StoreProviderOptions options_;
+};
+
+// The node a store is about when none is named: the node of its newest observation
+// (then of its newest diagnosis). kNotFound for an empty store.
+Result<std::string> NewestNode(Store& store);
+
+}  // namespace faultline::api

@@ -1,0 +1,77 @@
+// `faultline resolve --diagnosis ID --fixed-by "..."`: an operator closes an incident
+// (docs/remediation.md "Resolve"). Resumes the Slurm node only when faultline drained it for
+// this diagnosis and the drain is still faultline's; stores who fixed it and how, so the
+// policy and `check --slurm` stop acting on it and the incident can be looked up later.
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "actions/slurm.h"
+#include "cli/commands.h"
+#include "core/clock.h"
+#include "policy/resolve.h"
+#include "store/store.h"
+
+namespace faultline::cli {
+namespace {
+
+struct ResolveArgs {
+  int64_t diagnosis = 0;
+  std::string fixed_by;
+  std::string store = "/var/lib/faultline/faultline.db";
+  std::string slurm_node;
+  bool no_slurm = false;
+};
+
+int Run(const ResolveArgs& args) {
+  if (!std::filesystem::exists(args.store)) {
+    std::cerr << "faultline resolve: no store at " << args.store << "\n";
+    return kExitUsage;
+  }
+  auto store = Store::Open(args.store);
+  if (!store.ok()) {
+    std::cerr << "faultline resolve: " << store.status().ToString() << "\n";
+    return kExitFailure;
+  }
+  ipmi::ProcessRunner runner;
+  actions::SlurmActuator slurm(runner);
+  auto result = policy::ResolveIncident(**store, args.diagnosis, args.fixed_by, args.no_slurm ? nullptr : &slurm,
+                                        args.slurm_node, SystemClock().NowNs());
+  if (!result.ok()) {
+    std::cerr << "faultline resolve: " << result.status().message() << "\n";
+    const auto code = result.status().code();
+    return code == StatusCode::kNotFound || code == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
+  }
+  const auto& d = result->diagnosis;
+  std::cout << "faultline resolve: diagnosis " << d.id << " (" << ToString(d.value.fault_class) << " "
+            << d.value.component.Id() << " on " << d.node << ") "
+            << (result->already_resolved ? "was already resolved" : "resolved, fixed by: " + args.fixed_by) << "\n";
+  for (const auto& note : result->notes) std::cout << "  " << note << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddResolveCommand(CliApp& app) {
+  auto args = std::make_shared<ResolveArgs>();
+  CLI::App* cmd = app.root->add_subcommand(
+      "resolve",
+      "Close an incident once the part is fixed. Resumes the Slurm node (scontrol update state=resume) only if\n"
+      "faultline drained it for this diagnosis and the drain reason is still faultline's: an operator's drain,\n"
+      "or one for another open diagnosis, is left alone. Stores the resolution (who/what fixed it) in the store,\n"
+      "after which the agent and `check --slurm` no longer act on this incident.\n"
+      "Exit code: 0 resolved (or already), 1 the store or Slurm failed (nothing stored; run it again),\n"
+      "2 bad options, no store or no such diagnosis.\n"
+      "Example: faultline resolve --diagnosis 42 --fixed-by \"replaced GPU 3, RMA 7731\"");
+  cmd->add_option("--diagnosis", args->diagnosis, "Diagnosis id (as printed by check --slurm, rma-bundle, the API)")
+      ->required();
+  cmd->add_option("--fixed-by", args->fixed_by, "What fixed it, and who (kept with the incident)")->required();
+  cmd->add_option("--store", args->store, "Agent store (default /var/lib/faultline/faultline.db)");
+  cmd->add_option("--slurm-node", args->slurm_node, "Slurm NodeName (default: the one recorded with the drain)");
+  cmd->add_flag("--no-slurm", args->no_slurm, "Only close the incident; do not touch Slurm");
+  cmd->callback([args, &app] { app.exit_code = Run(*args); });
+}
+
+}  // namespace faultline::cli

@@ -1,0 +1,623 @@
+// `faultline bench agent-rest`: the agent at rest and at the moment of a fault (issue 16).
+//
+// Runs the production agent (daemon::Agent::Create: the configured sources on their
+// threads, default intervals) against a simulated healthy 8-GPU node served by a child
+// process (fake NVML state file, fake sysfs tree, mock Redfish BMC over HTTPS, workload
+// file: sim/node), plus a kernel log in /dev/kmsg record form that this command appends
+// to. The node runs in its own process so that this process's getrusage and smaps are
+// the agent's (and this command's small bookkeeping), not the simulator's.
+//
+// Phases: warm-up (--warmup s; the agent starts, reads the boot log and any --kernel-log
+// history, warm-starts), rest (--seconds s, nothing written: CPU, RSS/PSS, rows and bytes
+// the store gains, findings written without news), then --faults N critical kernel lines
+// one at a time, each timed from just before its write() to the end of the evaluation that
+// committed its finding (and the diagnosis row when the primary changed), as the agent's
+// evaluation listener reports it.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/sim/sim_commands.h"
+#include "core/clock.h"
+#include "daemon/agent.h"
+#include "daemon/config.h"
+#include "daemon/log.h"
+#include "sim/harness/lockstep.h"
+#include "sim/harness/workdir.h"
+#include "sim/node/node_scenario.h"
+#include "sim/node/sim_node.h"
+#include "store/store.h"
+
+namespace faultline::cli {
+namespace {
+
+constexpr int64_t kNsPerSecond = 1'000'000'000;
+
+// A healthy HGX node with its ordinary background, for as long as the bench runs.
+constexpr char kHealthyScenario[] =
+    "name: bench-agent-rest\n"
+    "description: a healthy 8-GPU node at rest (faultline bench agent-rest)\n"
+    "duration_s: 604800\n"  // the longest a scenario may state: a week
+    "truth:\n  fault_class: none\n  action: none\n  start_s: 0\n  slow: false\n"
+    "faults: []\n";
+
+struct RestArgs {
+  double seconds = 60;
+  double warmup_s = 10;
+  int faults = 0;
+  std::string kernel_log;
+  std::string scenario;
+  std::string workdir;
+  std::string nvml_lib;
+  bool keep = false;
+  bool no_sim = false;
+};
+
+// What the simulated node tells the bench (one "key=value" line each).
+struct NodePaths {
+  std::string kmsg, nvml_state, sysfs_root, workload, bmc_url, bmc_ca, bmc_user, bmc_password_file;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Child: serves the node in real time until the parent closes `control` (EOF).
+[[noreturn]] void ServeNode(const sim::NodeScenario& sc, const std::string& dir, int report, int control) {
+  SystemClock sys;
+  sim::SimNodeOptions so{.workdir = dir, .time = {sys.NowNs(), sys.BootTimeNs(), 1.0}};
+  auto node = sim::SimNode::Create(sc, so);
+  std::string msg;
+  if (!node.ok()) {
+    msg = "error=" + node.status().ToString() + "\n";
+  } else {
+    const sim::SimNode& n = **node;
+    msg = "kmsg=" + n.kmsg_path() + "\nnvml_state=" + n.nvml_state_path() + "\nsysfs_root=" + n.sysfs_root() +
+          "\nworkload=" + n.workload_path() + "\nbmc_url=" + n.bmc_url() + "\nbmc_ca=" + n.bmc_ca_file() +
+          "\nbmc_user=" + n.bmc_user() + "\nbmc_password_file=" + n.bmc_password_file() + "\nend=1\n";
+  }
+  (void)!::write(report, msg.data(), msg.size());
+  ::close(report);
+  if (!node.ok()) ::_exit(1);
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    pollfd p{control, POLLIN, 0};
+    if (::poll(&p, 1, 1000) != 0) break;  // EOF or error: the parent is done
+    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    (void)(*node)->AdvanceTo(t);
+  }
+  node->reset();
+  ::_exit(0);
+}
+
+Result<NodePaths> ParseNodePaths(const std::string& text) {
+  NodePaths p;
+  std::istringstream in(text);
+  std::string line;
+  bool end = false;
+  while (std::getline(in, line)) {
+    const size_t eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string k = line.substr(0, eq), v = line.substr(eq + 1);
+    if (k == "error") return Status(StatusCode::kUnavailable, "simulated node: " + v);
+    if (k == "kmsg") p.kmsg = v;
+    if (k == "nvml_state") p.nvml_state = v;
+    if (k == "sysfs_root") p.sysfs_root = v;
+    if (k == "workload") p.workload = v;
+    if (k == "bmc_url") p.bmc_url = v;
+    if (k == "bmc_ca") p.bmc_ca = v;
+    if (k == "bmc_user") p.bmc_user = v;
+    if (k == "bmc_password_file") p.bmc_password_file = v;
+    if (k == "end") end = true;
+  }
+  if (!end) return Status(StatusCode::kUnavailable, "simulated node did not start");
+  return p;
+}
+
+// The node process: forked before this process starts any thread.
+struct NodeProcess {
+  pid_t pid = -1;
+  int control = -1;  // closing it stops the node
+  ~NodeProcess() { Stop(); }
+  void Stop() {
+    if (control >= 0) ::close(control), control = -1;
+    if (pid > 0) {
+      int status = 0;
+      ::waitpid(pid, &status, 0);
+      pid = -1;
+    }
+  }
+};
+
+Result<NodePaths> StartNode(const sim::NodeScenario& sc, const std::string& dir, NodeProcess& proc) {
+  int report[2], control[2];
+  if (::pipe2(report, O_CLOEXEC) != 0 || ::pipe2(control, O_CLOEXEC) != 0) {
+    return Status(StatusCode::kIoError, "pipe failed");
+  }
+  std::cout << std::flush;
+  const pid_t pid = ::fork();
+  if (pid < 0) return Status(StatusCode::kIoError, "fork failed");
+  if (pid == 0) {
+    ::close(report[0]);
+    ::close(control[1]);
+    const int devnull = ::open("/dev/null", O_WRONLY);
+    if (devnull >= 0) ::dup2(devnull, 1), ::dup2(devnull, 2);
+    ServeNode(sc, dir, report[1], control[0]);
+  }
+  ::close(report[1]);
+  ::close(control[0]);
+  proc.pid = pid;
+  proc.control = control[1];
+  std::string text;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(report[0], buf, sizeof buf);
+    if (n > 0) {
+      text.append(buf, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    break;
+  }
+  ::close(report[0]);
+  return ParseNodePaths(text);
+}
+
+// --- measurements ------------------------------------------------------------------
+
+double CpuSeconds() {
+  rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+struct Memory {
+  double rss_mib = 0, pss_mib = 0;
+};
+
+Memory ReadMemory() {
+  Memory m;
+  // "Rss:   12345 kB" lines after the rollup's address-range header line.
+  std::ifstream in("/proc/self/smaps_rollup");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string key;
+    double kb = 0;
+    if (!(fields >> key >> kb)) continue;
+    if (key == "Rss:") m.rss_mib = kb / 1024;
+    if (key == "Pss:") m.pss_mib = kb / 1024;
+  }
+  return m;
+}
+
+// CPU ticks (utime + stime) per thread name of this process (/proc/self/task/*/stat):
+// the agent names its threads "fl-<source>" and "fl-evaluate".
+std::map<std::string, double> ThreadCpuSeconds() {
+  std::map<std::string, double> out;
+  const double hz = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    const std::string stat = ReadFile(e.path().string() + "/stat");
+    const size_t open = stat.find('('), close = stat.rfind(')');
+    if (open == std::string::npos || close == std::string::npos) continue;
+    const std::string name = stat.substr(open + 1, close - open - 1);
+    std::istringstream rest(stat.substr(close + 2));
+    std::string field;
+    double utime = 0, stime = 0;
+    for (int i = 3; i <= 15 && rest >> field; ++i) {  // fields 14 and 15: utime, stime
+      if (i == 14) utime = std::atof(field.c_str());
+      if (i == 15) stime = std::atof(field.c_str());
+    }
+    out[name] += (utime + stime) / hz;
+  }
+  return out;
+}
+
+int64_t FileBytes(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : 0;
+}
+
+struct StoreSnapshot {
+  int64_t observations = 0, findings = 0, diagnoses = 0, used_bytes = 0, file_bytes = 0;
+};
+
+// Read-only, like why-slow: the agent keeps writing meanwhile.
+StoreSnapshot SnapshotStore(const std::string& path) {
+  StoreSnapshot s;
+  StoreOptions o;
+  o.read_only = true;
+  auto store = Store::Open(path, o);
+  if (!store.ok()) return s;
+  if (auto st = (*store)->Stats(); st.ok()) {
+    s.observations = st->observations;
+    s.findings = st->findings;
+    s.diagnoses = st->diagnoses;
+    s.used_bytes = st->used_bytes;
+  }
+  s.file_bytes = FileBytes(path) + FileBytes(path + "-wal");
+  return s;
+}
+
+// What the agent's evaluation listener saw, for matching faults to their evaluation.
+class EvaluationLog {
+ public:
+  void Record(const daemon::EvaluateResult& r, int64_t done_mono_ns) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (r.findings_stored > 0 || r.diagnosis_stored) {
+        stored_.push_back({done_mono_ns, r.diagnosis_stored});
+      }
+    }
+    cv_.notify_all();
+  }
+  // The end of the first evaluation after `since` that stored something; nullopt after
+  // `timeout`. `diagnosis` tells whether it also stored a diagnosis row.
+  std::optional<int64_t> WaitStoredAfter(int64_t since, std::chrono::milliseconds timeout, bool& diagnosis) {
+    std::unique_lock<std::mutex> lock(mu_);
+    std::optional<int64_t> found;
+    cv_.wait_for(lock, timeout, [&] {
+      for (const auto& e : stored_) {
+        if (e.done > since) {
+          found = e.done;
+          diagnosis = e.diagnosis;
+          return true;
+        }
+      }
+      return false;
+    });
+    return found;
+  }
+
+ private:
+  struct Entry {
+    int64_t done;
+    bool diagnosis;
+  };
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Entry> stored_;
+};
+
+// The GPUs' bus ids the boot log names ("NVRM: GPU at PCI:0000:18:00: GPU-..."); an
+// HGX layout when it names none.
+std::vector<std::string> GpuBuses(const std::string& boot_log) {
+  std::vector<std::string> buses;
+  const std::string tag = "GPU at PCI:0000:";
+  for (size_t at = boot_log.find(tag); at != std::string::npos; at = boot_log.find(tag, at + 1)) {
+    buses.push_back(boot_log.substr(at + tag.size(), 2));
+  }
+  if (buses.empty()) buses = {"18", "2a", "3a", "5d", "9a", "ab", "ba", "db"};
+  return buses;
+}
+
+// Critical kernel lines (engine/detect/critical.h), each distinct (pid, GPU, code), in
+// /dev/kmsg record form dated now.
+std::string FaultLine(int i, const std::vector<std::string>& buses, uint64_t seq) {
+  static const char* const kForms[] = {
+      "79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
+      "48, pid=%d, name=bench, An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer "
+      "at partition 0, subpartition 0.",
+      "95, pid=%d, name=bench, Uncontained: FBHUB. RST: Yes, D-RST: No",
+      "119, pid=%d, name=bench, Timeout after 6s of waiting for RPC response from GPU1 GSP! Expected function 76",
+      "74, pid=%d, name=bench, NVLink: fatal error detected on link 3(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)",
+      "94, pid=%d, name=bench, Contained: SM (0x1). RST: No, D-RST: No",
+      "64, pid=%d, name=bench, Ch 00000010, row remapping failure",
+  };
+  const int form = i % 7;
+  char tail[256];
+  std::snprintf(tail, sizeof tail, kForms[form], 20000 + i);
+  timespec ts{};
+  ::clock_gettime(CLOCK_BOOTTIME, &ts);
+  const long long usec = static_cast<long long>(ts.tv_sec) * 1'000'000 + ts.tv_nsec / 1000;
+  char line[512];
+  std::snprintf(line, sizeof line, "2,%llu,%lld,-;NVRM: Xid (PCI:0000:%s:00): %s\n",
+                static_cast<unsigned long long>(seq), usec, buses[static_cast<size_t>(i) % buses.size()].c_str(), tail);
+  return line;
+}
+
+bool AppendLine(int fd, const std::string& line) {
+  return ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+}
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t i = static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
+
+daemon::AgentConfig BenchConfig(const std::string& dir, const std::string& kmsg, const NodePaths* node,
+                                const std::string& nvml_lib) {
+  daemon::AgentConfig c;  // default intervals, as deployed
+  c.agent.node = "bench-node";
+  c.agent.store_path = dir + "/faultline.db";
+  c.agent.log_level = daemon::LogLevel::kWarn;
+  c.kmsg.path = kmsg;
+  if (node == nullptr) {
+    c.nvml.enabled = false;
+    c.sysfs.enabled = false;
+    return c;
+  }
+  c.nvml.library_path = nvml_lib;
+  c.sysfs.root = node->sysfs_root;
+  c.workload.file = node->workload;
+  if (!node->bmc_url.empty()) {
+    c.redfish.url = node->bmc_url;
+    c.redfish.user = node->bmc_user;
+    c.redfish.password_file = node->bmc_password_file;
+    c.redfish.ca_file = node->bmc_ca;
+  }
+  return c;
+}
+
+void SleepFor(double seconds) { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); }
+
+int RunRest(const RestArgs& a) {
+  if (a.seconds <= 0 || a.warmup_s < 0 || a.faults < 0) {
+    std::cerr << "faultline bench agent-rest: --seconds must be > 0, --warmup and --faults >= 0\n";
+    return kExitUsage;
+  }
+  std::string history;
+  if (!a.kernel_log.empty()) {
+    history = ReadFile(a.kernel_log);
+    if (history.empty()) {
+      std::cerr << "faultline bench agent-rest: cannot read --kernel-log " << a.kernel_log << " (or it is empty)\n";
+      return kExitUsage;
+    }
+  }
+  auto sc = a.scenario.empty() ? sim::ParseNodeScenario(kHealthyScenario) : sim::LoadNodeScenario(a.scenario);
+  if (!sc.ok()) {
+    std::cerr << "faultline bench agent-rest: " << sc.status().ToString() << "\n";
+    return kExitUsage;
+  }
+  const std::string nvml_lib = a.nvml_lib.empty() ? sim::DefaultFakeNvmlPath() : a.nvml_lib;
+  const bool with_node = !a.no_sim;
+  if (with_node && nvml_lib.empty()) {
+    std::cerr << "faultline bench agent-rest: fake NVML library not found (--nvml-lib, or --no-sim)\n";
+    return kExitUsage;
+  }
+  // The store goes where the run's files go: on a disk, not /dev/shm (the simulator's
+  // default), since every commit is fsynced and that is part of the latency.
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string parent = !a.workdir.empty() ? a.workdir : (tmp != nullptr && *tmp != '\0') ? tmp : "/tmp";
+  auto made = sim::MakeUniqueDir(parent, "agent-rest");
+  if (!made.ok()) {
+    std::cerr << "faultline bench agent-rest: " << made.status().message() << "\n";
+    return kExitUsage;
+  }
+  struct Cleanup {
+    sim::RunDir dir;
+    bool keep;
+    ~Cleanup() {
+      if (!keep) sim::RemoveIfCreated(dir);
+    }
+  } cleanup{sim::RunDir{*made, true}, a.keep};
+  const std::string dir = *made;
+
+  // The node first: fork before any thread exists in this process.
+  NodeProcess node_proc;
+  std::optional<NodePaths> node;
+  std::string boot_log;
+  if (with_node) {
+    auto paths = StartNode(*sc, dir + "/node", node_proc);
+    if (!paths.ok()) {
+      std::cerr << "faultline bench agent-rest: " << paths.status().ToString() << "\n";
+      return kExitFailure;
+    }
+    node = *paths;
+    boot_log = ReadFile(node->kmsg);
+    ::setenv("FAKE_NVML_STATE", node->nvml_state.c_str(), 1);
+  }
+  const std::string kmsg = dir + "/kmsg.log";
+  {
+    std::ofstream out(kmsg, std::ios::binary);
+    out << history << boot_log;
+  }
+  const int kmsg_fd = ::open(kmsg.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (kmsg_fd < 0) {
+    std::cerr << "faultline bench agent-rest: cannot open " << kmsg << "\n";
+    return kExitFailure;
+  }
+
+  SystemClock clock;
+  daemon::Logger logger(std::cerr, daemon::LogLevel::kWarn, clock);
+  const daemon::AgentConfig config = BenchConfig(dir, kmsg, node ? &*node : nullptr, nvml_lib);
+  const double cpu_before_agent = CpuSeconds();
+  auto agent = daemon::Agent::Create(config, clock, logger);
+  if (!agent.ok()) {
+    std::cerr << "faultline bench agent-rest: " << agent.status().ToString() << "\n";
+    ::close(kmsg_fd);
+    return kExitFailure;
+  }
+  EvaluationLog evaluations;
+  (*agent)->SetEvaluationListener(
+      [&evaluations](const daemon::EvaluateResult& r, int64_t done) { evaluations.Record(r, done); });
+  (*agent)->Start();
+  SleepFor(a.warmup_s);
+
+  // Rest: nothing written by the bench.
+  const daemon::AgentStats s0 = (*agent)->stats();
+  const StoreSnapshot st0 = SnapshotStore(config.agent.store_path);
+  const Memory m0 = ReadMemory();
+  const auto threads0 = ThreadCpuSeconds();
+  const double cpu0 = CpuSeconds();
+  const auto t0 = std::chrono::steady_clock::now();
+  Memory peak = m0;
+  // Memory every 10 s: reading smaps_rollup walks every mapping, which is this
+  // process's CPU time too (sampling it every second cost ~0.03 % of a core).
+  for (double left = a.seconds; left > 0; left -= 10) {
+    SleepFor(std::min(10.0, left));
+    const Memory m = ReadMemory();
+    peak.rss_mib = std::max(peak.rss_mib, m.rss_mib);
+    peak.pss_mib = std::max(peak.pss_mib, m.pss_mib);
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double cpu1 = CpuSeconds();
+  const auto threads1 = ThreadCpuSeconds();
+  const Memory m1 = ReadMemory();
+  const StoreSnapshot st1 = SnapshotStore(config.agent.store_path);
+  const daemon::AgentStats s1 = (*agent)->stats();
+
+  // Faults: one at a time, each until its finding is committed (or 10 s).
+  std::vector<double> latencies_ms;
+  int missed = 0, with_diagnosis = 0;
+  const std::vector<std::string> buses = GpuBuses(boot_log);
+  for (int i = 0; i < a.faults; ++i) {
+    const std::string line = FaultLine(i, buses, 1'000'000 + static_cast<uint64_t>(i));
+    const int64_t written = clock.MonotonicNs();
+    if (!AppendLine(kmsg_fd, line)) {
+      std::cerr << "faultline bench agent-rest: write to " << kmsg << " failed\n";
+      break;
+    }
+    bool diagnosis = false;
+    auto done = evaluations.WaitStoredAfter(written, std::chrono::seconds(10), diagnosis);
+    if (!done) {
+      ++missed;
+      continue;
+    }
+    latencies_ms.push_back(static_cast<double>(*done - written) / 1e6);
+    with_diagnosis += diagnosis ? 1 : 0;
+    // Spaced so each fault meets a quiet agent, not the previous one's evaluation.
+    std::this_thread::sleep_for(std::chrono::milliseconds(50 + (i * 37) % 100));
+  }
+  ::close(kmsg_fd);
+  const Status stopped = (*agent)->Stop();
+  node_proc.Stop();
+
+  const double hours = wall / 3600;
+  const daemon::AgentStats s2 = (*agent)->stats();
+  std::printf("agent-rest: %s, %.0f s at rest after %.0f s warm-up, default intervals%s\n",
+              with_node ? "simulated healthy 8-GPU node (fake NVML, fake sysfs, mock BMC, workload file)"
+                        : "kernel log only (--no-sim)",
+              wall, a.warmup_s, history.empty() ? "" : ", kernel log history loaded first");
+  if (!history.empty()) {
+    std::printf("history: %zu bytes of %s read before the rest phase\n", history.size(), a.kernel_log.c_str());
+  }
+  std::printf("cpu_percent_of_one_core: %.3f\n", 100.0 * (cpu1 - cpu0) / wall);
+  std::printf("cpu_seconds_startup_and_warmup: %.2f\n", cpu0 - cpu_before_agent);
+  std::string per_thread;
+  for (const auto& [name, s] : threads1) {
+    auto before = threads0.find(name);
+    const double used = s - (before == threads0.end() ? 0 : before->second);
+    if (used <= 0) continue;
+    char item[96];
+    std::snprintf(item, sizeof item, "%s%s %.3f%%", per_thread.empty() ? "" : ", ", name.c_str(), 100.0 * used / wall);
+    per_thread += item;
+  }
+  std::printf("cpu_percent_by_thread: %s (clock ticks: %ld/s)\n", per_thread.empty() ? "-" : per_thread.c_str(),
+              ::sysconf(_SC_CLK_TCK));
+  std::printf("rss_mib: start %.1f end %.1f max %.1f\n", m0.rss_mib, m1.rss_mib, peak.rss_mib);
+  std::printf("pss_mib: start %.1f end %.1f max %.1f\n", m0.pss_mib, m1.pss_mib, peak.pss_mib);
+  std::printf("store_rows_per_hour: %.0f (observations %+lld, findings %+lld, diagnoses %+lld)\n",
+              static_cast<double>((st1.observations - st0.observations) + (st1.findings - st0.findings) +
+                                  (st1.diagnoses - st0.diagnoses)) /
+                  hours,
+              static_cast<long long>(st1.observations - st0.observations),
+              static_cast<long long>(st1.findings - st0.findings),
+              static_cast<long long>(st1.diagnoses - st0.diagnoses));
+  std::printf("store_bytes_per_hour: %.0f (pages in use %+lld bytes; file+wal %lld -> %lld)\n",
+              static_cast<double>(st1.used_bytes - st0.used_bytes) / hours,
+              static_cast<long long>(st1.used_bytes - st0.used_bytes), static_cast<long long>(st0.file_bytes),
+              static_cast<long long>(st1.file_bytes));
+  std::printf("findings_written_without_new_input: %llu\n",
+              static_cast<unsigned long long>(s1.findings_stored - s0.findings_stored));
+  std::printf("diagnoses_written_without_new_input: %llu\n",
+              static_cast<unsigned long long>(s1.diagnoses_stored - s0.diagnoses_stored));
+  std::printf("evaluations_at_rest: %llu (%.2f/s)\n", static_cast<unsigned long long>(s1.evaluations - s0.evaluations),
+              static_cast<double>(s1.evaluations - s0.evaluations) / wall);
+  std::printf("polls_at_rest: %llu\n", static_cast<unsigned long long>(s1.polls - s0.polls));
+  if (a.faults > 0) {
+    std::printf(
+        "fault_to_diagnosis_ms: faults %d, measured %zu, missed %d, median %.2f, p99 %.2f, max %.2f "
+        "(write() to the committed evaluation; %d of them also stored a new primary diagnosis row)\n",
+        a.faults, latencies_ms.size(), missed, Percentile(latencies_ms, 0.5), Percentile(latencies_ms, 0.99),
+        latencies_ms.empty() ? 0.0 : *std::max_element(latencies_ms.begin(), latencies_ms.end()), with_diagnosis);
+    std::printf("evaluations_on_demand: %llu for %llu critical batches\n",
+                static_cast<unsigned long long>(s2.evaluations_on_demand - s1.evaluations_on_demand),
+                static_cast<unsigned long long>(s2.critical_batches - s1.critical_batches));
+  } else {
+    std::printf("fault_to_diagnosis_ms: no faults injected (--faults N)\n");
+  }
+  if (a.keep) std::printf("files kept in %s\n", dir.c_str());
+  if (!stopped.ok()) {
+    std::cerr << "faultline bench agent-rest: agent stop: " << stopped.ToString() << "\n";
+    return kExitFailure;
+  }
+  return missed > 0 ? kExitFailure : kExitOk;
+}
+
+}  // namespace
+
+void AddBenchAgentRestCommand(CliApp& app) {
+  auto args = std::make_shared<RestArgs>();
+  CLI::App* b = app.bench->add_subcommand(
+      "agent-rest",
+      "The agent's idle cost and fault-to-diagnosis latency, against a simulated healthy node in real time");
+  b->footer(
+      "What it runs: the production agent (same code path as `faultline agent`, default intervals: kmsg 1 s,\n"
+      "NVML/sysfs 10 s, Redfish 60 s, evaluation 5 s) against a healthy 8-GPU node simulated in a child\n"
+      "process (fake NVML library, fake sysfs tree, mock BMC over HTTPS on loopback, workload file), reading a\n"
+      "kernel log in /dev/kmsg record form that the bench appends to.\n"
+      "\n"
+      "Phases: --warmup seconds (start, boot log, --kernel-log history), --seconds at rest (nothing written\n"
+      "by the bench), then --faults critical kernel lines (XID 79/48/95/119/74/94/64), one at a time.\n"
+      "\n"
+      "Prints (one 'name: value' line each): cpu_percent_of_one_core (getrusage of this process, which is\n"
+      "the agent: the node runs in its own), rss_mib and pss_mib (/proc/self/smaps_rollup: start, end, max),\n"
+      "store_rows_per_hour and store_bytes_per_hour (read-only store snapshots), findings and diagnoses\n"
+      "written without new input, evaluations and polls at rest, and fault_to_diagnosis_ms (median, p99,\n"
+      "max: from just before write() to the end of the evaluation that committed the fault's finding).\n"
+      "\n"
+      "Examples:\n"
+      "  faultline bench agent-rest                                   # 60 s at rest\n"
+      "  faultline bench agent-rest --seconds 600 --faults 300        # idle figures, then 300 faults\n"
+      "  bench/gen_kernel_log.py --mb 50 > /tmp/heavy.log\n"
+      "  faultline bench agent-rest --kernel-log /tmp/heavy.log --warmup 60   # idle cost after a long history\n"
+      "\n"
+      "Exit codes: 0 ran (and every fault was diagnosed); 1 the agent or node failed, or a fault was not\n"
+      "diagnosed within 10 s; 2 bad arguments.");
+  b->add_option("--seconds", args->seconds, "Seconds at rest that the figures cover (default 60)");
+  b->add_option("--warmup", args->warmup_s, "Seconds after the start not counted (default 10)");
+  b->add_option("--faults", args->faults, "Critical kernel lines to inject after the rest phase (default 0)");
+  b->add_option("--kernel-log", args->kernel_log,
+                "A kernel log (any form; e.g. from bench/gen_kernel_log.py) the agent reads first, as history")
+      ->check(CLI::ExistingFile);
+  b->add_option("--scenario", args->scenario, "Node scenario file (default: a built-in healthy 8-GPU node)")
+      ->check(CLI::ExistingFile);
+  b->add_option("--workdir", args->workdir,
+                "Existing parent directory for the run's files, store included (default: $TMPDIR, else /tmp); "
+                "the run makes agent-rest-XXXXXX inside and removes only that");
+  b->add_option("--nvml-lib", args->nvml_lib, "The fake libnvidia-ml.so.1 (default: the one built with faultline)");
+  b->add_flag("--keep", args->keep, "Keep the run's files (store, kernel log, node) and print where");
+  b->add_flag("--no-sim", args->no_sim, "No simulated node: the agent reads only the kernel log");
+  b->callback([args, &app] { app.exit_code = RunRest(*args); });
+}
+
+}  // namespace faultline::cli

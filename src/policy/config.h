@@ -1,0 +1,46 @@
+// The policy's settings: the agent's [policy] TOML section (parsed in daemon/config.cc,
+// documented in docs/remediation.md). Every default is safe: nothing is carried out until an
+// action class is listed in `enable`; until then every decision is a stored dry run.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+
+#include "actions/actuator.h"
+#include "core/status.h"
+
+namespace faultline::policy {
+
+struct PolicyConfig {
+  // Classes carried out for real; the others are dry runs (decided, stored, not done).
+  std::set<actions::ActionClass> enable;
+  // No second action of one class on this node within this time of the last one done.
+  int64_t cooldown_ns = int64_t{3600} * 1'000'000'000;
+  // Circuit breaker: at most min(breaker_max_nodes, max(1, breaker_max_percent% of the known
+  // fleet)) nodes taken out by faultline within breaker_window (docs/remediation.md "Breaker").
+  int64_t breaker_max_nodes = 3;
+  double breaker_max_percent = 2.0;
+  int64_t breaker_window_ns = int64_t{3600} * 1'000'000'000;
+  // A failed action is retried after retry_initial, doubling up to retry_max.
+  int64_t retry_initial_ns = int64_t{30} * 1'000'000'000;
+  int64_t retry_max_ns = int64_t{900} * 1'000'000'000;
+  // The node's name in Slurm ("" = the agent's node name).
+  std::string slurm_node;
+  // Webhook (classes webhook and notify_user). "" = no webhook actuator.
+  std::string webhook_url;
+  std::string webhook_secret_file;  // first line = HMAC key (mode 0600)
+  std::string webhook_secret_env;   // or: the environment variable holding it
+  std::string webhook_ca_file;
+  bool webhook_allow_http = false;
+
+  bool Enabled(actions::ActionClass c) const { return enable.count(c) > 0; }
+};
+
+// kInvalidArgument naming `policy.<key>` for a value out of range.
+Status ValidatePolicyConfig(const PolicyConfig& config);
+
+// The breaker's node limit for a fleet of `known_nodes`.
+int64_t BreakerLimit(const PolicyConfig& config, size_t known_nodes);
+
+}  // namespace faultline::policy

@@ -1,0 +1,309 @@
+#include "policy/engine.h"
+
+#include <algorithm>
+
+#include "actions/slurm.h"
+#include "core/time.h"
+#include "policy/identity.h"
+#include "store/store.h"
+
+namespace faultline::policy {
+namespace {
+
+using actions::ActionClass;
+using actions::Decision;
+
+constexpr size_t kMaxEvidenceIds = 20;
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
+  return out;
+}
+
+std::string Seconds(int64_t ns) { return std::to_string(ns / 1'000'000'000) + "s"; }
+
+}  // namespace
+
+std::string PlatformReason(const Decision& d) {
+  if (d.action_class == ActionClass::kDrain || d.action_class == ActionClass::kCordon) {
+    return actions::SlurmDrainReason(d);
+  }
+  return std::string(ToString(d.diagnosis.fault_class)) + " " + d.diagnosis.component.Id() + ": " + d.diagnosis.summary;
+}
+
+Engine::Engine(PolicyConfig config, Store& store, std::string node, std::vector<actions::Actuator*> actuators,
+               actions::FleetView* fleet)
+    : config_(std::move(config)),
+      store_(store),
+      node_(std::move(node)),
+      target_node_(config_.slurm_node.empty() ? node_ : config_.slurm_node),
+      actuators_(std::move(actuators)),
+      fleet_(fleet) {}
+
+actions::Actuator* Engine::ActuatorFor(ActionClass c) const {
+  for (actions::Actuator* a : actuators_) {
+    if (a != nullptr && a->Handles(c)) return a;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> Engine::EvidenceIds(const Diagnosis& d) {
+  RecordQuery q;
+  q.node = node_;
+  q.since_ns = d.first_ns;
+  if (d.last_ns != 0) q.until_ns = d.last_ns;
+  q.limit = 0;
+  std::vector<std::string> ids;
+  auto findings = store_.ListFindings(q);
+  if (!findings.ok()) return ids;  // evidence ids are a help, never a reason to fail
+  for (const auto& row : findings->rows) {
+    if (row.value.component.Id() != d.component.Id() && row.value.fault_class != d.fault_class) continue;
+    ids.push_back("finding:" + std::to_string(row.id));
+  }
+  // The newest ones when there are many (a long fault is re-stored as it grows).
+  if (ids.size() > kMaxEvidenceIds) ids.erase(ids.begin(), ids.end() - kMaxEvidenceIds);
+  return ids;
+}
+
+Decision Engine::MakeDecision(const Row<Diagnosis>& row, ActionClass c, const std::string& rule, int64_t now_ns) {
+  Decision d;
+  d.key = DecisionKey(node_, c, row.value);
+  d.node = node_;
+  d.target_node = target_node_;
+  d.action_class = c;
+  d.diagnosis_id = row.id;
+  d.diagnosis = row.value;
+  d.rule = rule;
+  d.time_ns = now_ns;
+  return d;
+}
+
+Outcome Engine::Record(const Decision& d, State s, bool dry_run, std::string detail, const LedgerEntry* previous,
+                       int64_t now_ns, Status& error, int attempt, int64_t next_retry_ns) {
+  Outcome out{d, s, detail, dry_run, false};
+  const std::string outcome = std::string(ToString(s)) + (detail.empty() ? "" : ": " + detail);
+  // Held or failing with the same story: no new row per evaluation.
+  if (previous != nullptr && previous->state == s && previous->record.outcome == outcome && s != State::kFailed) {
+    return out;
+  }
+  ActionRecord r;
+  r.time_ns = now_ns;
+  r.node = node_;
+  r.action = actions::CoreAction(d.action_class);
+  r.diagnosis_id = d.diagnosis_id;
+  r.dry_run = dry_run;
+  r.outcome = outcome;
+  r.reason = PlatformReason(d);
+  r.attrs["key"] = d.key;
+  r.attrs["incident"] = IncidentKey(d.diagnosis);
+  r.attrs["fault"] = FaultKey(d.diagnosis);
+  r.attrs["class"] = std::string(actions::ToString(d.action_class));
+  r.attrs["state"] = std::string(ToString(s));
+  r.attrs["rule"] = d.rule;
+  r.attrs["target_node"] = d.target_node;
+  const std::vector<std::string> evidence = d.evidence.empty() ? EvidenceIds(d.diagnosis) : d.evidence;
+  if (!evidence.empty()) r.attrs["evidence"] = Join(evidence);
+  if (attempt > 0) r.attrs["attempt"] = std::to_string(attempt);
+  if (next_retry_ns > 0) r.attrs["next_retry_ns"] = std::to_string(next_retry_ns);
+  if (s == State::kFailed) r.attrs["error"] = detail;
+  auto id = ledger_.Append(store_, r);
+  if (!id.ok()) {
+    if (error.ok()) error = id.status();
+    return out;
+  }
+  out.changed = true;
+  return out;
+}
+
+std::optional<std::string> Engine::BreakerHold(int64_t now_ns) {
+  fleet_error_.clear();
+  if (fleet_ == nullptr) return std::string("no fleet view to check the breaker against");
+  auto fleet = fleet_->Read();
+  if (!fleet.ok()) {
+    fleet_error_ = "cannot read the fleet for the breaker: " + fleet.status().message();
+    return fleet_error_;
+  }
+  int64_t recent = 0;
+  for (const actions::FleetDrain& drain : fleet->faultline_drains) {
+    // This node already out: acting on it again takes no more capacity.
+    if (drain.node == target_node_) return std::nullopt;
+    // Unknown time counts: the breaker errs on the side of acting less.
+    if (drain.since_ns == 0 || drain.since_ns >= now_ns - config_.breaker_window_ns) ++recent;
+  }
+  const int64_t limit = BreakerLimit(config_, fleet->known_nodes);
+  if (recent < limit) return std::nullopt;
+  return "breaker: " + std::to_string(recent) + " node(s) taken out by faultline in the last " +
+         Seconds(config_.breaker_window_ns) + " (limit " + std::to_string(limit) + " of " +
+         std::to_string(fleet->known_nodes) + " known nodes)";
+}
+
+Outcome Engine::Carry(Decision d, const LedgerEntry* previous, int64_t now_ns, Status& error) {
+  actions::Actuator* actuator = ActuatorFor(d.action_class);
+  if (actuator == nullptr) {
+    return Record(d, State::kNoActuator, false,
+                  "nothing configured carries out " + std::string(actions::ToString(d.action_class)), previous, now_ns,
+                  error);
+  }
+  if (const int64_t last = ledger_.LastDone(d.action_class); last != 0 && now_ns - last < config_.cooldown_ns) {
+    return Record(d, State::kHeldByCooldown, false,
+                  std::string(actions::ToString(d.action_class)) + " done on this node at " + FormatIso8601(last) +
+                      " (cool-down " + Seconds(config_.cooldown_ns) + ")",
+                  previous, now_ns, error);
+  }
+  // Before anything is stored: `previous` points into the ledger, which each row updates.
+  const int attempt = previous != nullptr && previous->state == State::kFailed ? previous->attempt + 1 : 1;
+  int64_t backoff = config_.retry_initial_ns;
+  for (int i = 1; i < attempt && backoff < config_.retry_max_ns; ++i) backoff *= 2;
+  backoff = std::min(backoff, config_.retry_max_ns);
+  if (actions::IsDisruptive(d.action_class)) {
+    if (auto hold = BreakerHold(now_ns)) {
+      // An unreadable fleet (controller down) is a failure to retry; a tripped breaker a hold.
+      if (!fleet_error_.empty()) {
+        return Record(d, State::kFailed, false, *hold, previous, now_ns, error, attempt, now_ns + backoff);
+      }
+      return Record(d, State::kHeldByBreaker, false, *hold, previous, now_ns, error);
+    }
+  }
+  if (d.evidence.empty()) d.evidence = EvidenceIds(d.diagnosis);
+  Outcome decided = Record(d, State::kDecided, false, "", nullptr, now_ns, error);
+  if (!decided.changed) return decided;  // could not store "decided": do not act unrecorded
+  if (after_decided) after_decided(d);
+  auto observed = actuator->Observe(d);
+  if (observed.ok() && *observed == actions::Observed::kInEffect) {
+    return Record(d, State::kDone, false, "already in effect", nullptr, now_ns, error);
+  }
+  if (observed.ok() && *observed == actions::Observed::kOtherOwner) {
+    return Record(d, State::kRefused, false, "already in that state by someone else's action; left as it is", nullptr,
+                  now_ns, error);
+  }
+  Status applied = observed.ok() ? actuator->Apply(d) : observed.status();
+  if (applied.ok()) return Record(d, State::kDone, false, "", nullptr, now_ns, error);
+  return Record(d, State::kFailed, false, applied.message(), nullptr, now_ns, error, attempt, now_ns + backoff);
+}
+
+std::optional<Outcome> Engine::Consider(const Row<Diagnosis>& row, const Proposal& p, int64_t now_ns, Status& error) {
+  if (!only_.empty() && !only_.count(p.action_class)) return std::nullopt;
+  Decision d = MakeDecision(row, p.action_class, p.rule, now_ns);
+  if (ledger_.Resolved(IncidentKey(row.value), row.id)) return std::nullopt;
+  const LedgerEntry* previous = ledger_.Latest(d.key);
+  if (previous != nullptr) {
+    // Report what is already known, act on nothing final.
+    if (IsFinal(previous->state) || previous->state == State::kDecided ||
+        (previous->state == State::kFailed && now_ns < previous->next_retry_ns)) {
+      Outcome known{d, previous->state, previous->record.outcome, previous->record.dry_run, false};
+      return known;
+    }
+  }
+  if (p.refused) return Record(d, State::kRefused, false, p.why, previous, now_ns, error);
+  if (previous == nullptr &&
+      ledger_.OpenIncident(p.action_class, FaultKey(row.value), !config_.Enabled(p.action_class))) {
+    return std::nullopt;  // the same fault on the same part, already handled under another key
+  }
+  if (!config_.Enabled(p.action_class)) {
+    return Record(
+        d, State::kDryRun, true,
+        "would " + std::string(actions::ToString(p.action_class)) + " " + target_node_ + " (" + PlatformReason(d) + ")",
+        previous, now_ns, error);
+  }
+  return Carry(std::move(d), previous, now_ns, error);
+}
+
+Result<std::optional<Row<Diagnosis>>> Engine::LoadDiagnosis(int64_t id) {
+  RecordQuery q;
+  q.node = node_;
+  q.limit = 0;
+  auto rows = store_.ListDiagnoses(q);
+  if (!rows.ok()) return rows.status();
+  for (auto& row : rows->rows) {
+    if (row.id == id) return std::optional<Row<Diagnosis>>(std::move(row));
+  }
+  return std::optional<Row<Diagnosis>>();
+}
+
+Result<std::vector<Outcome>> Engine::Start(int64_t now_ns) {
+  ledger_ = Ledger();
+  if (Status s = ledger_.Load(store_, node_); !s.ok()) return s;
+  loaded_ = true;
+  std::vector<Outcome> out;
+  Status error;
+  // Copy: Record() changes the ledger while we walk it.
+  std::vector<LedgerEntry> crashed;
+  for (const LedgerEntry* e : ledger_.Pending()) {
+    if (e->state == State::kDecided) crashed.push_back(*e);
+  }
+  for (const LedgerEntry& e : crashed) {
+    if (!e.action_class || !e.record.diagnosis_id) continue;
+    auto row = LoadDiagnosis(*e.record.diagnosis_id);
+    if (!row.ok()) return row.status();
+    if (!row->has_value()) continue;  // its diagnosis aged out of the store
+    Decision d =
+        MakeDecision(**row, *e.action_class, e.record.attrs.count("rule") ? e.record.attrs.at("rule") : "", now_ns);
+    d.key = e.key;
+    d.target_node = e.record.attrs.count("target_node") ? e.record.attrs.at("target_node") : target_node_;
+    actions::Actuator* actuator = ActuatorFor(d.action_class);
+    if (actuator == nullptr) {
+      out.push_back(Record(d, State::kNoActuator, false, "decided before a restart; nothing configured carries it out",
+                           &e, now_ns, error));
+      continue;
+    }
+    auto observed = actuator->Observe(d);
+    if (observed.ok() && *observed == actions::Observed::kInEffect) {
+      out.push_back(Record(d, State::kDone, false, "recovered after a restart: already in effect", &e, now_ns, error));
+      continue;
+    }
+    if (observed.ok() && *observed == actions::Observed::kOtherOwner) {
+      out.push_back(Record(d, State::kRefused, false, "recovered after a restart: someone else's action is in effect",
+                           &e, now_ns, error));
+      continue;
+    }
+    Status applied = observed.ok() ? actuator->Apply(d) : observed.status();
+    if (applied.ok()) {
+      out.push_back(Record(d, State::kDone, false, "recovered after a restart: applied", &e, now_ns, error));
+    } else {
+      out.push_back(
+          Record(d, State::kFailed, false, applied.message(), &e, now_ns, error, 1, now_ns + config_.retry_initial_ns));
+    }
+  }
+  if (!error.ok()) return error;
+  return out;
+}
+
+Result<std::vector<Outcome>> Engine::OnDiagnoses(const std::vector<Row<Diagnosis>>& diagnoses, int64_t now_ns) {
+  if (!loaded_) {
+    auto started = Start(now_ns);
+    if (!started.ok()) return started.status();
+  }
+  std::vector<Outcome> out;
+  Status error;
+  std::set<std::string> seen;
+  for (const auto& row : diagnoses) {
+    for (const Proposal& p : PlanActions(row.value)) {
+      auto o = Consider(row, p, now_ns, error);
+      if (!o) continue;
+      seen.insert(o->decision.key);
+      out.push_back(std::move(*o));
+    }
+  }
+  // Failed decisions whose diagnosis is no longer current are retried too when due.
+  std::vector<LedgerEntry> due;
+  for (const LedgerEntry* e : ledger_.Pending()) {
+    if (e->state == State::kFailed && now_ns >= e->next_retry_ns && !seen.count(e->key)) due.push_back(*e);
+  }
+  for (const LedgerEntry& e : due) {
+    if (!e.action_class || !e.record.diagnosis_id) continue;
+    if (!only_.empty() && !only_.count(*e.action_class)) continue;
+    if (ledger_.Resolved(e.incident, *e.record.diagnosis_id)) continue;
+    auto row = LoadDiagnosis(*e.record.diagnosis_id);
+    if (!row.ok()) return row.status();
+    if (!row->has_value()) continue;
+    Decision d =
+        MakeDecision(**row, *e.action_class, e.record.attrs.count("rule") ? e.record.attrs.at("rule") : "", now_ns);
+    d.key = e.key;
+    out.push_back(Carry(std::move(d), ledger_.Latest(e.key), now_ns, error));
+  }
+  if (!error.ok()) return error;
+  return out;
+}
+
+}  // namespace faultline::policy

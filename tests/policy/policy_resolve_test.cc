@@ -1,0 +1,224 @@
+// resolve, active diagnoses, the policy over the Slurm actuator (in-memory Slurm double), and
+// `faultline check --slurm` / `resolve` through the real binary on a store (no Slurm call
+// needed without --apply; the real-Slurm run is tests/actions/slurm_real_test.sh).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+
+#include "../actions/slurm_fake.h"
+#include "actions/slurm.h"
+#include "policy/active.h"
+#include "policy/engine.h"
+#include "policy/resolve.h"
+#include "policy_fakes.h"
+#include "store/store.h"
+
+namespace faultline::policy {
+namespace {
+
+using actions::ActionClass;
+using actions::testing::FakeSlurm;
+using testing::MakeDiagnosis;
+
+constexpr int64_t kT0 = 1'764'400'000LL * 1'000'000'000LL;
+constexpr int64_t kSec = 1'000'000'000LL;
+
+class PolicyResolveTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto s = Store::Open(":memory:");
+    ASSERT_TRUE(s.ok());
+    store_ = std::move(*s);
+    fake_.nodes["gpu-7"] = {};
+    fake_.nodes["gpu-8"] = {};
+  }
+  Row<Diagnosis> Put(const Diagnosis& d) {
+    auto id = store_->PutDiagnosis("gpu-7", d, d.last_ns);
+    EXPECT_TRUE(id.ok());
+    return Row<Diagnosis>{*id, "gpu-7", d};
+  }
+  Engine MakeEngine() {
+    PolicyConfig c;
+    c.enable = {ActionClass::kDrain, ActionClass::kCordon};
+    return Engine(c, *store_, "gpu-7", {&slurm_}, &slurm_);
+  }
+  std::unique_ptr<Store> store_;
+  FakeSlurm fake_;
+  actions::SlurmActuator slurm_{fake_};
+};
+
+TEST_F(PolicyResolveTest, DrainThenResolveResumesOnlyOurDrain) {
+  auto row = Put(MakeDiagnosis(FaultClass::kGpuFellOffBus, Action::kDrain, GpuComponent("2"), kT0));
+  Engine e = MakeEngine();
+  auto out = e.OnDiagnoses({row}, kT0 + 60 * kSec);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_TRUE(fake_.nodes["gpu-7"].drained);
+  EXPECT_EQ(fake_.nodes["gpu-7"].reason, "faultline: gpu_fell_off_bus gpu/2 d" + std::to_string(row.id));
+  auto active = ActiveDiagnoses(*store_, "gpu-7");
+  ASSERT_TRUE(active.ok());
+  ASSERT_EQ(active->size(), 1u);
+
+  auto r = ResolveIncident(*store_, row.id, "reseated GPU 2 (ops: kim)", &slurm_, "", kT0 + 3600 * kSec);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->resumed);
+  EXPECT_FALSE(fake_.nodes["gpu-7"].drained);
+  active = ActiveDiagnoses(*store_, "gpu-7");
+  ASSERT_TRUE(active.ok());
+  EXPECT_TRUE(active->empty());
+  // Resolved: the policy does not drain again for the same incident, even re-diagnosed.
+  ASSERT_TRUE(e.OnDiagnoses({row, Put(row.value)}, kT0 + 3700 * kSec).ok());
+  EXPECT_FALSE(fake_.nodes["gpu-7"].drained);
+  // Resolving again is harmless.
+  auto again = ResolveIncident(*store_, row.id, "x", &slurm_, "", kT0 + 3800 * kSec);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->already_resolved);
+  // The resolution is kept with the incident.
+  RecordQuery q;
+  q.limit = 0;
+  bool kept = false;
+  auto listed = store_->ListActions(q);
+  ASSERT_TRUE(listed.ok());
+  for (const auto& a : listed->rows) {
+    kept |= a.value.attrs.count("fixed_by") && a.value.attrs.at("fixed_by") == "reseated GPU 2 (ops: kim)";
+  }
+  EXPECT_TRUE(kept);
+}
+
+TEST_F(PolicyResolveTest, ResolveNeverResumesAnOperatorsDrain) {
+  auto row = Put(MakeDiagnosis(FaultClass::kGpuFellOffBus, Action::kDrain, GpuComponent("2"), kT0));
+  Engine e = MakeEngine();
+  ASSERT_TRUE(e.OnDiagnoses({row}, kT0 + 60 * kSec).ok());
+  // The operator re-drains with their own reason meanwhile.
+  fake_.nodes["gpu-7"].reason = "bios update, ticket 99";
+  auto r = ResolveIncident(*store_, row.id, "fixed", &slurm_, "", kT0 + 3600 * kSec);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->resumed);
+  EXPECT_TRUE(fake_.nodes["gpu-7"].drained);
+  EXPECT_EQ(fake_.nodes["gpu-7"].reason, "bios update, ticket 99");
+  // A diagnosis faultline never drained for: nothing is resumed either.
+  fake_.nodes["gpu-8"] = {"IDLE", true, "faultline: other gpu/1 d999"};
+  auto user = Put(MakeDiagnosis(FaultClass::kUserApplication, Action::kNotifyUser, GpuComponent("0"), kT0));
+  auto r2 = ResolveIncident(*store_, user.id, "user fixed their job", &slurm_, "gpu-8", kT0 + 3600 * kSec);
+  ASSERT_TRUE(r2.ok());
+  EXPECT_FALSE(r2->resumed);
+  EXPECT_TRUE(fake_.nodes["gpu-8"].drained);
+}
+
+TEST_F(PolicyResolveTest, ResolveEndsTheCooldownOfItsIncident) {
+  auto first = Put(MakeDiagnosis(FaultClass::kGpuFellOffBus, Action::kDrain, GpuComponent("2"), kT0));
+  Engine e = MakeEngine();
+  ASSERT_TRUE(e.OnDiagnoses({first}, kT0 + 60 * kSec).ok());
+  ASSERT_TRUE(fake_.nodes["gpu-7"].drained);
+  // A second fault while the first is open: within the cool-down, held (the node is out anyway).
+  auto second = Put(MakeDiagnosis(FaultClass::kHbmUncorrectable, Action::kRma, GpuComponent("5"), kT0 + 100 * kSec));
+  auto held = e.OnDiagnoses({second}, kT0 + 120 * kSec);
+  ASSERT_TRUE(held.ok());
+  bool was_held = false;
+  for (const auto& o : *held) was_held |= o.state == State::kHeldByCooldown;
+  EXPECT_TRUE(was_held);
+  ASSERT_TRUE(ResolveIncident(*store_, first.id, "swapped GPU 2", &slurm_, "", kT0 + 200 * kSec)->resumed);
+  // After the repair a new fault drains at once, cool-down or not.
+  Engine after = MakeEngine();
+  ASSERT_TRUE(after.OnDiagnoses({second}, kT0 + 300 * kSec).ok());
+  EXPECT_TRUE(fake_.nodes["gpu-7"].drained);
+  EXPECT_EQ(fake_.nodes["gpu-7"].reason, "faultline: hbm_uncorrectable gpu/5 d" + std::to_string(second.id));
+}
+
+TEST_F(PolicyResolveTest, ResolveErrors) {
+  EXPECT_EQ(ResolveIncident(*store_, 12345, "x", &slurm_, "", kT0).status().code(), StatusCode::kNotFound);
+  auto row = Put(MakeDiagnosis(FaultClass::kGpuFellOffBus, Action::kDrain, GpuComponent("2"), kT0));
+  EXPECT_EQ(ResolveIncident(*store_, row.id, "", &slurm_, "", kT0).status().code(), StatusCode::kInvalidArgument);
+  Engine e = MakeEngine();
+  ASSERT_TRUE(e.OnDiagnoses({row}, kT0 + 60 * kSec).ok());
+  // Slurm down: an error, and the incident stays open so it can be run again.
+  fake_.controller_down = true;
+  EXPECT_FALSE(ResolveIncident(*store_, row.id, "fixed", &slurm_, "", kT0 + 100 * kSec).ok());
+  auto active = ActiveDiagnoses(*store_, "gpu-7");
+  ASSERT_TRUE(active.ok());
+  EXPECT_EQ(active->size(), 1u);
+  fake_.controller_down = false;
+  EXPECT_TRUE(ResolveIncident(*store_, row.id, "fixed", &slurm_, "", kT0 + 200 * kSec)->resumed);
+}
+
+TEST_F(PolicyResolveTest, SlurmControllerDownIsStoredFailedThenDone) {
+  auto row = Put(MakeDiagnosis(FaultClass::kHbmUncorrectable, Action::kRma, GpuComponent("3"), kT0));
+  fake_.controller_down = true;
+  Engine e = MakeEngine();
+  auto out = e.OnDiagnoses({row}, kT0 + 60 * kSec);
+  ASSERT_TRUE(out.ok());
+  bool failed = false;
+  for (const auto& o : *out) failed |= o.state == State::kFailed && o.decision.action_class == ActionClass::kDrain;
+  EXPECT_TRUE(failed);
+  fake_.controller_down = false;
+  ASSERT_TRUE(e.OnDiagnoses({row}, kT0 + 600 * kSec).ok());
+  EXPECT_TRUE(fake_.nodes["gpu-7"].drained);
+}
+
+// ---- through the real binary -------------------------------------------------------------
+
+struct Ran {
+  int rc = -1;
+  std::string out;
+};
+Ran RunBinary(const std::string& args) {
+  const std::string cmd = std::string(FAULTLINE_BINARY_DIR) + "/faultline " + args + " 2>&1";
+  Ran r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+TEST(PolicyCheckBinary, ReportOnlyModeReadsTheStoreAndExitsByVerdict) {
+  const std::string dir = ::testing::TempDir() + "/faultline-check-bin-" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/faultline.db";
+  {
+    auto store = Store::Open(path);
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)
+                    ->PutDiagnosis(
+                        "gpu-7", MakeDiagnosis(FaultClass::kGpuThermal, Action::kMonitor, GpuComponent("1"), kT0), kT0)
+                    .ok());
+  }
+  Ran ok = RunBinary("check --slurm --store " + path + " --slurm-node gpu-7");
+  EXPECT_EQ(ok.rc, 0) << ok.out;
+  EXPECT_EQ(ok.out.rfind("faultline: ok: gpu-7: gpu_thermal gpu/1", 0), 0u) << ok.out;
+  int64_t id = 0;
+  {
+    auto store = Store::Open(path);
+    ASSERT_TRUE(store.ok());
+    id = *(*store)->PutDiagnosis(
+        "gpu-7", MakeDiagnosis(FaultClass::kGpuFellOffBus, Action::kDrain, GpuComponent("2"), kT0), kT0);
+  }
+  std::filesystem::permissions(path, std::filesystem::perms::owner_read);  // read-only: nothing may write
+  Ran bad = RunBinary("check --slurm --store " + path + " --slurm-node gpu-7");
+  EXPECT_EQ(bad.rc, 1) << bad.out;
+  EXPECT_EQ(bad.out, "faultline: drain: gpu-7: gpu_fell_off_bus gpu/2 (diagnosis " + std::to_string(id) +
+                         "): not drained (--apply drains)\n");
+  std::filesystem::permissions(path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  EXPECT_EQ(RunBinary("check --slurm --store " + dir + "/none.db").rc, 2);
+  EXPECT_EQ(RunBinary("check --store " + path).rc, 2);
+  Ran help = RunBinary("check --help");
+  EXPECT_NE(help.out.find("HealthCheckProgram"), std::string::npos);
+  EXPECT_NE(help.out.find("--apply"), std::string::npos);
+  // resolve without Slurm closes the incident; check is fine afterwards.
+  Ran res =
+      RunBinary("resolve --no-slurm --diagnosis " + std::to_string(id) + " --fixed-by 'reseated' --store " + path);
+  EXPECT_EQ(res.rc, 0) << res.out;
+  Ran after = RunBinary("check --slurm --store " + path + " --slurm-node gpu-7");
+  EXPECT_EQ(after.rc, 0) << after.out;
+  EXPECT_EQ(RunBinary("resolve --diagnosis 99999 --fixed-by x --no-slurm --store " + path).rc, 2);
+  EXPECT_EQ(RunBinary("resolve --diagnosis 1 --store " + path).rc, 2);  // --fixed-by is required
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace faultline::policy
