@@ -27,7 +27,8 @@ demo: deps $(BUILD)/build.ninja
 	@scripts/demo.sh $(BUILD)/faultline
 
 # Unit + pipeline + end-to-end tests, then the same under ASan/UBSan, then brief fuzzing.
-test: deps
+test:
+	@scripts/deps.sh --test
 	@scripts/test.sh
 
 unit: build

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian bookworm packages faultline needs, only those missing.
 # Idempotent and quiet when everything is present. Needs root (or sudo) only to install.
+#   scripts/deps.sh          what building (and `make demo`) needs
+#   scripts/deps.sh --test   plus the real components the tests start (`make test`)
 set -euo pipefail
 
 PACKAGES=(
@@ -10,9 +12,14 @@ PACKAGES=(
   libvectorscan-dev libcpp-httplib-dev libyaml-cpp-dev libtomlplusplus-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   openssl curl sqlite3 gzip
-  slurm-wlm munge   # tests/actions/slurm_real_test.sh runs a real slurmctld + slurmd
-  prometheus  # tests/api/prometheus_test.sh: Prometheus scrapes `faultline serve`; promtool
 )
+TEST_PACKAGES=(
+  slurm-wlm munge   # tests/actions/slurm_real_test.sh runs a real slurmctld + slurmd
+  prometheus        # tests/api/prometheus_test.sh: Prometheus scrapes `faultline serve`; promtool
+  chromium fonts-dejavu-core  # tests/dashboard/browser_test.sh: the dashboard in headless Chromium
+  systemd           # tests/deploy: systemd-analyze verify on the unit (nothing is started)
+)
+if [ "${1:-}" = "--test" ]; then PACKAGES+=("${TEST_PACKAGES[@]}"); fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
