@@ -1,6 +1,7 @@
 // The HTTP server for the API and /metrics (docs/api.md): ApiHandler on a cpp-httplib
 // socket, hardened like the workload endpoint (sources/workload/http_server.h):
-//   - listens on 127.0.0.1:9400 by default; any non-loopback address needs a token and
+//   - listens on 127.0.0.1:9465 by default (not 9400: dcgm-exporter holds it on GPU
+//     nodes); any non-loopback address needs a token and
 //     Start() returns a warning to log;
 //   - HTTPS when cert_file and key_file are given (cpp-httplib SSLServer);
 //   - a fixed pool of worker threads with a bounded queue of accepted connections; when
@@ -38,7 +39,7 @@ class Logger;
 namespace faultline::api {
 
 struct ServerOptions {
-  std::string listen = "127.0.0.1:9400";
+  std::string listen = "127.0.0.1:9465";
   std::string cert_file;  // both set: HTTPS
   std::string key_file;
   size_t threads = 4;

@@ -21,7 +21,7 @@ namespace {
 
 struct ServeArgs {
   std::string store = "/var/lib/faultline/faultline.db";
-  std::string listen = "127.0.0.1:9400";
+  std::string listen = "127.0.0.1:9465";
   std::string node;
   std::string token_file;
   std::string cert;
@@ -113,15 +113,15 @@ void AddServeCommand(CliApp& app) {
   cmd->footer(
       "Examples:\n"
       "  faultline sim --scenario scenarios/gpu7-fell-off-bus.yaml --agent --keep   # leaves a store\n"
-      "  faultline serve --store run/faultline.db                  # http://127.0.0.1:9400\n"
-      "  curl -s 127.0.0.1:9400/api/v1/diagnoses | jq .\n"
-      "  curl -s '127.0.0.1:9400/api/v1/observations?layer=gpu&kind=ecc_sbe&limit=50'   # page on with &cursor=\n"
-      "  curl -s 127.0.0.1:9400/metrics                            # point Prometheus here\n"
+      "  faultline serve --store run/faultline.db                  # http://127.0.0.1:9465\n"
+      "  curl -s 127.0.0.1:9465/api/v1/diagnoses | jq .\n"
+      "  curl -s '127.0.0.1:9465/api/v1/observations?layer=gpu&kind=ecc_sbe&limit=50'   # page on with &cursor=\n"
+      "  curl -s 127.0.0.1:9465/metrics                            # point Prometheus here\n"
       "Routes, parameters, JSON shapes (those of --json) and errors: docs/api.md; metric names: docs/metrics.md.\n"
       "Loopback by default; any other --listen address needs --token-file (every request then needs\n"
       "\"Authorization: Bearer <token>\"), and --cert/--key turn on HTTPS. The store is opened read-only.");
   cmd->add_option("--store", args->store, "Store to serve, opened read-only (default /var/lib/faultline/faultline.db)");
-  cmd->add_option("--listen", args->listen, "HOST:PORT (default 127.0.0.1:9400; :0 picks a free port)");
+  cmd->add_option("--listen", args->listen, "HOST:PORT (default 127.0.0.1:9465; :0 picks a free port)");
   cmd->add_option("--node", args->node, "Node to serve (default: the node of the newest stored observation)");
   cmd->add_option("--token-file", args->token_file,
                   "Bearer token (first line); required off loopback; needed for POST .../ack");

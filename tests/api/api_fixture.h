@@ -236,7 +236,7 @@ class RunningServer {
 
  private:
   static api::ServerOptions FixListen(api::ServerOptions o) {
-    if (o.listen == "127.0.0.1:9400") o.listen = "127.0.0.1:0";
+    if (o.listen == "127.0.0.1:9465") o.listen = "127.0.0.1:0";
     return o;
   }
   SystemClock clock_;
