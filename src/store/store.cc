@@ -587,33 +587,30 @@ Result<QueryResult<Observation>> Store::Impl::Query(const ObservationQuery& q) {
   const ObsFilter filter = FilterOf(q);
   const std::string seen_col = has_series() ? "seen_until_ns" : "NULL";
   const std::string cols = "SELECT id, node, count, payload, " + seen_col + " FROM observations WHERE ";
-  QueryResult<Observation> out;
-  {
-    std::string sql = cols + "time_ns >= ? AND time_ns <= ?" + filter.sql;
-    sql += q.newest_first ? " ORDER BY time_ns DESC, id DESC" : " ORDER BY time_ns, id";
-    sql += " LIMIT ?";
+  // One windowed read: rows matching `where` (two placeholders: since, until) and the filter.
+  auto read = [&](const std::string& where, const char* order, QueryResult<Observation>& into) -> Status {
+    const std::string sql = cols + where + filter.sql + order + " LIMIT ?";
     std::vector<Param> params{q.since_ns, q.until_ns};
     params.insert(params.end(), filter.params.begin(), filter.params.end());
     params.push_back(LimitValue(q.limit));
     auto st = Stmt::Prepare(db.get(), sql);
     if (!st.ok()) return st.status();
     BindAll(*st, params);
-    if (auto s = ReadObservationRows(*st, out); !s.ok()) return s;
+    return ReadObservationRows(*st, into);
+  };
+  QueryResult<Observation> out;
+  if (auto s = read("time_ns >= ? AND time_ns <= ?",
+                    q.newest_first ? " ORDER BY time_ns DESC, id DESC" : " ORDER BY time_ns, id", out);
+      !s.ok()) {
+    return s;
   }
   if (!has_series()) return out;
   // Stretches that reach into the window: closed ones carry their end in their row...
   QueryResult<Observation> stretches;
-  {
-    std::string sql = cols + "seen_until_ns >= ? AND time_ns <= ?" + filter.sql;
-    sql += q.newest_first ? " ORDER BY seen_until_ns DESC" : " ORDER BY time_ns";
-    sql += " LIMIT ?";
-    std::vector<Param> params{q.since_ns, q.until_ns};
-    params.insert(params.end(), filter.params.begin(), filter.params.end());
-    params.push_back(LimitValue(q.limit));
-    auto st = Stmt::Prepare(db.get(), sql);
-    if (!st.ok()) return st.status();
-    BindAll(*st, params);
-    if (auto s = ReadObservationRows(*st, stretches); !s.ok()) return s;
+  if (auto s = read("seen_until_ns >= ? AND time_ns <= ?",
+                    q.newest_first ? " ORDER BY seen_until_ns DESC" : " ORDER BY time_ns", stretches);
+      !s.ok()) {
+    return s;
   }
   // ...open ones (each series' current point) in `series`.
   {
