@@ -123,7 +123,9 @@ TEST_F(ApiServer, OversizedAndMalformedRequests) {
   const std::string long_uri = "GET /api/v1/observations?limit=1&" + std::string(9000, 'a') + " HTTP/1.1\r\n\r\n";
   const int uri_status = StatusOf(RawRequest(server.port(), long_uri));
   EXPECT_TRUE(uri_status == 414 || uri_status == -1) << uri_status;
-  const std::string garbage = RawRequest(server.port(), std::string("\x16\x03\x01\x00\xa5garbage\r\n\r\n", 19));
+  static constexpr char kTlsHelloThenGarbage[] = "\x16\x03\x01\x00\xa5garbage\r\n\r\n";  // NUL inside
+  const std::string garbage =
+      RawRequest(server.port(), std::string(kTlsHelloThenGarbage, sizeof kTlsHelloThenGarbage - 1));
   EXPECT_NE(StatusOf(garbage), 200);
   // Control bytes and a %-encoded NUL in the query: 400 naming the parameter.
   const std::string ctl = RawRequest(server.port(), "GET /api/v1/observations?kind=%00 HTTP/1.1\r\nHost: x\r\n\r\n");
