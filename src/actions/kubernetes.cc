@@ -15,7 +15,6 @@ namespace faultline::actions {
 namespace {
 
 constexpr char kStrategicMerge[] = "application/strategic-merge-patch+json";
-constexpr char kMergePatch[] = "application/merge-patch+json";
 constexpr char kJson[] = "application/json";
 constexpr size_t kMaxMessageBytes = 1024;
 

@@ -73,7 +73,7 @@ TEST(FirmwareFirstTest, NonPcieSectionsAndDamagedRecordsEmitNoAer) {
   const std::string memory = p + "Hardware error from APEI Generic Hardware Error Source: 1\n" + p +
                              "event severity: corrected\n" + p + " Error 0, type: corrected\n" + p +
                              "  section_type: memory error\n" + p + "  device_id: 0000:3b:00.0\n";
-  EXPECT_TRUE(OfKind(Read(memory), ObsKind::kPcieAer).empty());
+  EXPECT_TRUE(OfKind(Read(memory), ObsKind::kPcieAer).empty());  // a memory section's device_id is no AER
   // No section type, a device_id that is not a BDF, a record number that overflows.
   const std::string odd = p + "event severity: fatal\n" + p + "  device_id: 0000:3b:00.0\n" +
                           "[  9.1] {5}[Hardware Error]:   section_type: PCIe error\n" +
@@ -130,6 +130,31 @@ TEST(HotplugTest, SlotLinkDownAboveAGpuIsAFatalLinkEventOnThePort) {
   // Only pciehp's own lines: "Link Down" in some other driver's message is not a verdict.
   EXPECT_TRUE(OfKind(Read("[ 1.0] pcieport 0000:3a:00.0: some driver: Link Down\n"), ObsKind::kPcieAer).empty());
   EXPECT_TRUE(OfKind(Read("[ 1.0] pcieport 0000:3a:00.0: pciehp: Slot(6): Link Up\n"), ObsKind::kPcieAer).empty());
+}
+
+}  // namespace
+}  // namespace faultline
+
+namespace faultline {
+namespace {
+
+TEST(FirmwareFirstTest, GhesMemoryErrorIsAHostMemoryRecordWithItsDimm) {
+  const std::string p = "[ 9.000000] {7}[Hardware Error]: ";
+  auto obs = Read(p + "Hardware error from APEI Generic Hardware Error Source: 1\n" + p +
+                  "event severity: recoverable\n" + p + " Error 0, type: recoverable\n" + p +
+                  "  section_type: memory error\n" + p + "  physical_address: 0x0000003a1b2c3000\n" + p +
+                  "  node:0 card:2 module:0 rank:1 bank:3 row:4096 column:512\n" + p +
+                  "  DIMM location: CPU0_DIMM_C1\n");
+  auto mem = OfKind(obs, ObsKind::kHostMemoryError);
+  ASSERT_EQ(mem.size(), 1u);
+  EXPECT_EQ(mem[0].attrs.at("severity"), "UE");
+  EXPECT_EQ(MemoryErrorLocation(mem[0].text), "CPU0_DIMM_C1") << mem[0].text;
+  EXPECT_TRUE(OfKind(obs, ObsKind::kPcieAer).empty());
+  EXPECT_TRUE(OfKind(obs, ObsKind::kAppFault).empty());
+  // Corrected, without a DIMM line: still one record, severity CE.
+  mem = OfKind(Read(p + "event severity: corrected\n" + p + "  section_type: memory error\n"), ObsKind::kHostMemoryError);
+  ASSERT_EQ(mem.size(), 1u);
+  EXPECT_EQ(mem[0].attrs.at("severity"), "CE");
 }
 
 }  // namespace

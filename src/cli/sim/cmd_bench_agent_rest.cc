@@ -52,7 +52,6 @@
 namespace faultline::cli {
 namespace {
 
-constexpr int64_t kNsPerSecond = 1'000'000'000;
 
 // A healthy HGX node with its ordinary background, for as long as the bench runs.
 constexpr char kHealthyScenario[] =
@@ -322,8 +321,8 @@ std::vector<std::string> GpuBuses(const std::string& boot_log) {
 std::string FaultLine(int i, const std::vector<std::string>& buses, uint64_t seq) {
   static const char* const kForms[] = {
       "79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
-      "48, pid=%d, name=bench, An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer "
-      "at partition 0, subpartition 0.",
+      ("48, pid=%d, name=bench, An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer "
+       "at partition 0, subpartition 0."),
       "95, pid=%d, name=bench, Uncontained: FBHUB. RST: Yes, D-RST: No",
       "119, pid=%d, name=bench, Timeout after 6s of waiting for RPC response from GPU1 GSP! Expected function 76",
       "74, pid=%d, name=bench, NVLink: fatal error detected on link 3(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)",

@@ -601,7 +601,8 @@ class Folder {
   }
 
   void HostMemory(const Observation& obs) {
-    const bool edac = Attr(obs, "event") == "edac";
+    // EDAC and firmware-first (GHES) records carry their severity and DIMM in the line.
+    const bool edac = Attr(obs, "event") == "edac" || Attr(obs, "event") == "ghes";
     const std::string sev = edac ? Attr(obs, "severity") : std::string(McaSeverity(obs.text));
     const std::string location = edac ? std::string(MemoryErrorLocation(obs.text)) : std::string();
     bool fresh = false;

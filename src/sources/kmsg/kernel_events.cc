@@ -236,14 +236,15 @@ void KernelEventAssembler::EmitOrphanAerBit(const KernelEvent& ev, Observation& 
 void KernelEventAssembler::FeedGhes(const KernelEvent& ev, const LogLine& line, std::string_view raw,
                                     std::vector<Observation>& out) {
   const std::string_view d = ev.detail;
-  const bool ours = pending_ && pending_->kind == ObsKind::kPcieAer && ev.code == ghes_record_ &&
-                    pending_->attrs.count("ghes_record") != 0;
+  const bool ours = pending_ && ev.code == ghes_record_ && pending_->attrs.count("ghes_record") != 0;
+  const bool ours_memory = ours && pending_->kind == ObsKind::kHostMemoryError;
   if (ev.code != ghes_record_ || StartsWith(d, "Hardware error from APEI")) {
+    // A new record (its header, or a paste that starts below it): nothing carries over.
     Flush(out);
     ghes_record_ = ev.code;
     ghes_severity_.clear();
     ghes_section_.clear();
-    return;
+    if (StartsWith(d, "Hardware error from APEI")) return;
   }
   if (StartsWith(d, "event severity:")) {
     ghes_severity_ = Str(Trim(d.substr(15)));
@@ -254,6 +255,22 @@ void KernelEventAssembler::FeedGhes(const KernelEvent& ev, const LogLine& line, 
     return;
   } else if (StartsWith(d, "section_type:")) {
     ghes_section_ = Str(Trim(d.substr(13)));
+    if (Contains(ghes_section_, "memory error")) {
+      // A platform memory error: one host-memory record for the section, its DIMM named by
+      // a later "DIMM location:" line when the firmware gives one.
+      Flush(out);
+      Observation o = Base(line, raw);
+      o.kind = ObsKind::kHostMemoryError;
+      o.component = HostComponent();
+      o.attrs["event"] = "ghes";
+      o.attrs["severity"] = ghes_severity_ == "corrected" || ghes_severity_ == "info" ? "CE" : "UE";
+      o.attrs["ghes_record"] = std::to_string(ev.code);
+      o.text = "firmware-first memory error, event severity: " + ghes_severity_;
+      pending_ = std::move(o);
+      return;
+    }
+  } else if (StartsWith(d, "DIMM location:") && ours_memory) {
+    pending_->text += "; " + Str(d.substr(0, 256));
   } else if (StartsWith(d, "device_id:") && Contains(ghes_section_, "PCIe")) {
     const std::string bdf = Bdf(Trim(d.substr(10)));
     if (!bdf.empty()) {
