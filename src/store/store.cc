@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <map>
+#include <thread>
 #include <variant>
 
 #include "core/json.h"
@@ -347,9 +349,21 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const StoreO
                                                        std::to_string(newest) + ")"));
     }
   } else {
-    if (auto s = impl->Configure(is_memory); !s.ok()) return fail(s);
-    auto version = store::ApplyMigrations(impl->db.get(), store::StoreMigrations());
-    if (!version.ok()) return fail(version.status());
+    // Two processes creating one store at once: a few of SQLite's lock upgrades here
+    // (journal mode, application id, a migration) answer "locked" at once instead of
+    // waiting on the busy handler, to avoid a deadlock. Each step is idempotent, so the
+    // loser tries again, within the busy timeout.
+    Status configured;
+    for (int64_t waited_ms = 0;; waited_ms += 10) {
+      configured = impl->Configure(is_memory);
+      if (configured.ok()) {
+        auto version = store::ApplyMigrations(impl->db.get(), store::StoreMigrations());
+        configured = version.ok() ? Status::Ok() : version.status();
+      }
+      if (configured.code() != StatusCode::kUnavailable || waited_ms >= options.busy_timeout_ms) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (!configured.ok()) return fail(configured);
   }
   if (auto s = impl->Prepare(); !s.ok()) return fail(s);
   return std::unique_ptr<Store>(new Store(std::move(impl)));
