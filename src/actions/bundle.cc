@@ -215,6 +215,10 @@ constexpr std::string_view kLocationKeys[] = {"site", "room",    "row",        "
                                               "feed", "circuit", "line_input", "loop", "cooling_loop",
                                               "cdu",  "chassis", "origin"};
 
+bool IsLocationKey(std::string_view key) {
+  return std::find(std::begin(kLocationKeys), std::end(kLocationKeys), key) != std::end(kLocationKeys);
+}
+
 struct StoreView {
   int64_t diagnosis_id = 0;
   std::string node;
@@ -555,17 +559,15 @@ Bundle FacilityTicket(const StoreView& v, const BundleOptions& options) {
   std::vector<const Observation*> readings;
   std::map<std::string, std::string> location;
   for (const auto& [k, val] : v.dx.component.keys) {
-    if (std::find(std::begin(kLocationKeys), std::end(kLocationKeys), k) != std::end(kLocationKeys)) location[k] = val;
+    if (IsLocationKey(k)) location[k] = val;
   }
   for (const Observation& o : v.history) {
     const bool physical = IsPhysicalReading(o.kind) && (o.layer == Layer::kOob || o.kind == ObsKind::kLeak);
     if (!physical || o.time_ns < v.since_ns || o.time_ns > v.until_ns) continue;
     readings.push_back(&o);
+    if (o.component.Id() != v.dx.component.Id()) continue;
     for (const auto& [k, val] : o.attrs) {
-      if (o.component.Id() == v.dx.component.Id() &&
-          std::find(std::begin(kLocationKeys), std::end(kLocationKeys), k) != std::end(kLocationKeys)) {
-        location[k] = val;
-      }
+      if (IsLocationKey(k)) location[k] = val;
     }
   }
   std::string md =

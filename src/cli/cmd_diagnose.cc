@@ -145,7 +145,10 @@ void ReadKernelLog(gzFile gz, std::string head, const ReadContext& ctx, InputRep
   uint64_t input_bytes = 0;
   auto feed = [&](std::string_view data) {
     input_bytes += data.size();
-    if (!json) return (*reader)->Feed(data);
+    if (!json) {
+      (*reader)->Feed(data);
+      return;
+    }
     lines.clear();
     json->Feed(data, lines);
     (*reader)->Feed(lines);
