@@ -23,6 +23,7 @@ run_ctest() {
   fails=$(sed -n 's/.* \([0-9]*\) tests failed out of.*/\1/p' "$log" | tail -1)
   if [ -z "$total" ]; then
     echo "test.sh: ctest in $dir did not report a result" >&2
+    echo "  $dir: ctest reported no result" >>"$failures"
     failed=$((failed + 1))
     return
   fi
@@ -46,15 +47,23 @@ run_ctest "$BUILD"
 # alone), so configuring is the check: it must succeed and generate no simulator target.
 step "production configuration (-DFAULTLINE_WITH_SIM=OFF)"
 PROD_BUILD=${PROD_BUILD:-build-prod}
-if cmake -S . -B "$PROD_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFAULTLINE_WITH_SIM=OFF >/dev/null &&
-   ninja -C "$PROD_BUILD" -t targets all | grep -q '^faultline:' &&
-   ! ninja -C "$PROD_BUILD" -t targets all | grep -Eq '^(faultline-sim|fake_nvml|[^:]*faultline_sim_[^:]*|[^:]*_test):'; then
+# The target list is captured before it is searched: "ninja ... | grep -q" under pipefail
+# fails whenever grep exits before ninja has written everything (SIGPIPE).
+prod_log="$log.prod"
+if cmake -S . -B "$PROD_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFAULTLINE_WITH_SIM=OFF >"$prod_log" 2>&1 &&
+   ninja -C "$PROD_BUILD" -t targets all >"$prod_log.targets" 2>>"$prod_log" &&
+   grep -q '^faultline:' "$prod_log.targets" &&
+   ! grep -Eq '^(faultline-sim|fake_nvml|[^:]*faultline_sim_[^:]*|[^:]*_test):' "$prod_log.targets"; then
   echo "production configuration: faultline only, no simulator or test targets"
   passed=$((passed + 1))
 else
   echo "production configuration: FAILED (configure error, or simulator/test targets generated)"
+  tail -30 "$prod_log"
+  grep -E '^(faultline-sim|fake_nvml|[^:]*faultline_sim_[^:]*|[^:]*_test):' "$prod_log.targets" 2>/dev/null | head
+  echo "  production configuration (-DFAULTLINE_WITH_SIM=OFF)" >>"$failures"
   failed=$((failed + 1))
 fi
+rm -f "$prod_log" "$prod_log.targets"
 
 step "build under ASan+UBSan ($ASAN_BUILD)"
 cmake -S . -B "$ASAN_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFAULTLINE_SANITIZE=ON \
@@ -74,6 +83,7 @@ if CC=clang CXX=clang++ cmake -S . -B "$FUZZ_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=
   passed=$((passed + fp))
   failed=$((failed + ff))
 else
+  echo "  $FUZZ_BUILD: fuzz build failed" >>"$failures"
   failed=$((failed + 1))
 fi
 
