@@ -220,6 +220,7 @@ Result<EvaluateResult> Pipeline::Evaluate(int64_t now_ns) {
       if (!id.ok()) return id.status();
       stored_primary_ = signature;
       result.diagnosis_stored = true;
+      result.diagnosis_id = *id;
     }
   }
   return result;

@@ -56,6 +56,7 @@ struct PipelineStats {
 struct EvaluateResult {
   size_t findings_stored = 0;        // new or changed findings written this time
   bool diagnosis_stored = false;     // the primary changed and was written
+  int64_t diagnosis_id = 0;          // its store row id when diagnosis_stored (the policy's input)
   std::vector<Diagnosis> diagnoses;  // the isolator's current answer, primary first
 };
 
