@@ -1,6 +1,6 @@
 // libFuzzer target for the kubeconfig reader: any bytes must parse or fail with
 // kInvalidArgument / kCorrupt, never crash; an accepted config names a server and a token
-// source.
+// source or a client certificate with its key.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -17,6 +17,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (code != faultline::StatusCode::kInvalidArgument && code != faultline::StatusCode::kCorrupt) std::abort();
     return 0;
   }
-  if (config->server.empty() || (config->token.empty() && config->token_file.empty())) std::abort();
+  if (config->server.empty() || (!config->HasToken() && !config->HasClientCert())) std::abort();
+  // A client certificate never comes without its key.
+  const bool key = !config->client_key_file.empty() || !config->client_key_pem.empty();
+  if (config->HasClientCert() != key) std::abort();
   return 0;
 }

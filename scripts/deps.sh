@@ -11,6 +11,7 @@ PACKAGES=(
   nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev libssl-dev zlib1g-dev libsqlite3-dev
   libvectorscan-dev libcpp-httplib-dev libyaml-cpp-dev libtomlplusplus-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libxapian-dev     # assistant knowledge base index (src/assistant/kb)
   openssl curl sqlite3 gzip
 )
 TEST_PACKAGES=(

@@ -17,7 +17,36 @@ constexpr std::array<std::pair<ActionClass, std::string_view>, 8> kNames = {{
     {ActionClass::kNotifyUser, "notify_user"},
 }};
 
+constexpr size_t kMaxFileNameKeyBytes = 160;
+
+bool SafeNameByte(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+}
+
+uint64_t Fnv1a64(std::string_view text) {
+  uint64_t h = 14695981039346656037ull;
+  for (char c : text) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
 }  // namespace
+
+std::string DecisionFileName(std::string_view key, std::string_view suffix) {
+  std::string name;
+  for (char c : key) {
+    if (name.size() >= kMaxFileNameKeyBytes) break;
+    name.push_back(SafeNameByte(c) ? c : '_');
+  }
+  if (name.empty() || name.front() == '.') name.insert(name.begin(), '_');
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string hash(16, '0');
+  uint64_t h = Fnv1a64(key);
+  for (int i = 15; i >= 0; --i, h >>= 4) hash[static_cast<size_t>(i)] = kDigits[h & 0xf];
+  return name + "-" + hash + std::string(suffix);
+}
 
 std::string_view ToString(ActionClass c) {
   for (const auto& [v, name] : kNames) {

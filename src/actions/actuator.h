@@ -45,6 +45,11 @@ const std::vector<ActionClass>& AllActionClasses();
 bool IsDisruptive(ActionClass c);
 // The closest core Action, for the store's `action` column.
 Action CoreAction(ActionClass c);
+// A file name for what an actuator keeps per decision (a bundle, a reboot marker):
+// "<key with every byte outside [A-Za-z0-9._-] as '_', at most 160 bytes>-<16 hex of a hash
+// of the whole key><suffix>". One key is one name; keys that read alike once made safe, or
+// share their first 160 bytes, still get two names. Never hidden, never "." or "..".
+std::string DecisionFileName(std::string_view key, std::string_view suffix);
 
 // One decision of the policy, as an actuator sees it.
 struct Decision {

@@ -97,14 +97,32 @@ Status ReadCluster(const YAML::Node& cluster, const std::string& name, const std
   return Status::Ok();
 }
 
-// Only bearer tokens; everything else is named and refused.
+// A PEM credential given as a file (relative to the kubeconfig) or as base64 data, not both.
+Status ReadPemEntry(const YAML::Node& user, const std::string& where, const char* file_key, const char* data_key,
+                    const std::string& base_dir, std::string& file_out, std::string& pem_out) {
+  auto file = Str(user, file_key, where);
+  auto data = Str(user, data_key, where);
+  if (!file.ok()) return file.status();
+  if (!data.ok()) return data.status();
+  if (!file->empty() && !data->empty()) return Bad(where + " sets both " + file_key + " and " + data_key);
+  file_out = Resolve(*file, base_dir);
+  if (!data->empty()) {
+    auto pem = DecodeBase64(*data);
+    // The key's data is a secret: name the field, never echo it.
+    if (!pem || pem->empty()) return Bad(where + "." + data_key + " is not valid base64");
+    pem_out = std::move(*pem);
+  }
+  return Status::Ok();
+}
+
+// Bearer tokens and client certificates; everything else is named and refused.
 Status ReadUser(const YAML::Node& user, const std::string& name, const std::string& base_dir, KubeConfig& out) {
   const std::string where = "user '" + name + "'";
-  for (const char* unsupported : {"client-certificate", "client-certificate-data", "client-key", "client-key-data",
-                                  "exec", "auth-provider", "username", "password"}) {
+  for (const char* unsupported : {"exec", "auth-provider", "username", "password"}) {
     if (user[unsupported]) {
       return Bad(where + " uses '" + unsupported +
-                 "', which faultline does not support: give it a bearer token (token or tokenFile)");
+                 "', which faultline does not support: give it a bearer token (token or tokenFile) or a client "
+                 "certificate");
     }
   }
   auto token = Str(user, "token", where);
@@ -113,7 +131,23 @@ Status ReadUser(const YAML::Node& user, const std::string& name, const std::stri
   if (!token_file.ok()) return token_file.status();
   out.token = Trim(*token);
   out.token_file = Resolve(*token_file, base_dir);
-  if (out.token.empty() && out.token_file.empty()) return Bad(where + " has neither token nor tokenFile");
+  if (Status s = ReadPemEntry(user, where, "client-certificate", "client-certificate-data", base_dir,
+                              out.client_cert_file, out.client_cert_pem);
+      !s.ok()) {
+    return s;
+  }
+  if (Status s =
+          ReadPemEntry(user, where, "client-key", "client-key-data", base_dir, out.client_key_file, out.client_key_pem);
+      !s.ok()) {
+    return s;
+  }
+  const bool cert = !out.client_cert_file.empty() || !out.client_cert_pem.empty();
+  const bool key = !out.client_key_file.empty() || !out.client_key_pem.empty();
+  if (cert != key)
+    return Bad(where + " has a client " + (cert ? "certificate without its key" : "key without its certificate"));
+  if (out.token.empty() && out.token_file.empty() && !cert) {
+    return Bad(where + " has neither token, tokenFile nor a client certificate");
+  }
   return Status::Ok();
 }
 
@@ -194,12 +228,29 @@ Result<std::string> KubeConfig::BearerToken() const {
   return t;
 }
 
+Result<KubeConfig::CertPair> KubeConfig::ClientCertificate() const {
+  CertPair pair{client_cert_pem, client_key_pem};
+  if (pair.cert.empty() && !client_cert_file.empty()) {
+    auto text = ReadSmallFile(client_cert_file, kMaxConfigBytes, "client certificate");
+    if (!text.ok()) return Status(StatusCode::kInvalidArgument, "kubernetes: " + text.status().message());
+    pair.cert = std::move(*text);
+  }
+  if (pair.key.empty() && !client_key_file.empty()) {
+    auto text = ReadSmallFile(client_key_file, kMaxConfigBytes, "client key");
+    if (!text.ok()) return Status(StatusCode::kInvalidArgument, "kubernetes: " + text.status().message());
+    pair.key = std::move(*text);
+  }
+  return pair;
+}
+
 std::string KubeConfig::ToString() const {
   std::string s = "server " + server + " (" + source + ")";
   if (insecure) s += ", TLS verification OFF";
   if (!ca_file.empty()) s += ", CA " + ca_file;
   if (!ca_pem.empty()) s += ", CA from kubeconfig data";
-  s += token_file.empty() ? ", inline token" : ", token file " + token_file;
+  if (HasToken()) s += token_file.empty() ? ", inline token" : ", token file " + token_file;
+  if (!client_cert_file.empty()) s += ", client certificate " + client_cert_file;
+  if (!client_cert_pem.empty()) s += ", client certificate from kubeconfig data";
   return s;
 }
 
@@ -268,8 +319,9 @@ Status ValidateKubeConfig(const KubeConfig& config, bool allow_plain_http) {
     return Status(StatusCode::kInvalidArgument,
                   "kubernetes: server must be an https:// URL, got '" + config.server + "'");
   }
-  if (config.token.empty() && config.token_file.empty()) {
-    return Status(StatusCode::kInvalidArgument, "kubernetes: no bearer token (token or tokenFile) configured");
+  if (!config.HasToken() && !config.HasClientCert()) {
+    return Status(StatusCode::kInvalidArgument,
+                  "kubernetes: no bearer token (token or tokenFile) and no client certificate configured");
   }
   return Status::Ok();
 }

@@ -2,16 +2,18 @@
 // service account (a pod of the faultline DaemonSet) or a kubeconfig file.
 //
 // Contract:
-//  - Only bearer-token authentication is supported (an inline token or a token file);
-//    client certificates, `exec` plugins and auth providers are refused with a clear
-//    error naming the user entry, never silently ignored.
+//  - Bearer tokens (inline or a token file) and client certificates (file or inline data,
+//    certificate and key together), alone or both; `exec` plugins, auth providers and
+//    username/password are refused with a clear error naming the user entry, never
+//    silently ignored.
 //  - TLS verification is on unless the kubeconfig's cluster says
 //    `insecure-skip-tls-verify: true`. An `http://` server is refused unless the caller
 //    sets `allow_plain_http` (tests and loopback proxies only: the token would travel in
 //    clear text).
-//  - The token is never part of an error message or of ToString(); the token file is read
-//    again for every request (service-account tokens are rotated by the kubelet), so a
-//    KubeConfig that names a file keeps working after a rotation.
+//  - The token and the client key are never part of an error message or of ToString();
+//    token and certificate files are read again for every request (service-account tokens
+//    are rotated by the kubelet, certificates by cert-manager and the like), so a
+//    KubeConfig that names files keeps working after a rotation.
 #pragma once
 
 #include <functional>
@@ -24,16 +26,28 @@
 namespace faultline::actions {
 
 struct KubeConfig {
-  std::string server;      // https://host:port, no trailing slash
-  std::string ca_file;     // PEM file to trust (instead of the system store)
-  std::string ca_pem;      // PEM text to trust (kubeconfig certificate-authority-data)
-  bool insecure = false;   // skip certificate and host verification (explicitly configured)
-  std::string token;       // bearer token (inline)
-  std::string token_file;  // bearer token read from this file per request
-  std::string source;      // where this came from ("in-cluster", "kubeconfig PATH context C"); no secret
+  std::string server;            // https://host:port, no trailing slash
+  std::string ca_file;           // PEM file to trust (instead of the system store)
+  std::string ca_pem;            // PEM text to trust (kubeconfig certificate-authority-data)
+  bool insecure = false;         // skip certificate and host verification (explicitly configured)
+  std::string token;             // bearer token (inline)
+  std::string token_file;        // bearer token read from this file per request
+  std::string client_cert_file;  // client certificate (PEM) read per request
+  std::string client_key_file;   // its key (PEM) read per request
+  std::string client_cert_pem;   // client-certificate-data
+  std::string client_key_pem;    // client-key-data (a secret)
+  std::string source;            // where this came from ("in-cluster", "kubeconfig PATH context C"); no secret
 
+  bool HasToken() const { return !token.empty() || !token_file.empty(); }
+  bool HasClientCert() const { return !client_cert_file.empty() || !client_cert_pem.empty(); }
   // The token to send now: the inline one, else the file's contents (trimmed).
   Result<std::string> BearerToken() const;
+  // The client certificate and key (PEM) to present now: inline data, else the files.
+  struct CertPair {
+    std::string cert;
+    std::string key;
+  };
+  Result<CertPair> ClientCertificate() const;
   // A description safe to print (never the token).
   std::string ToString() const;
 };
@@ -58,7 +72,7 @@ Result<KubeConfig> ParseKubeconfig(std::string_view text, const std::string& bas
 Result<KubeConfig> LoadKubeconfig(const std::string& path, const std::string& context = "");
 
 // Checks a config before use: a server URL with a scheme, plain http only when allowed,
-// a token or token file. Messages name what is missing.
+// a token, token file or client certificate. Messages name what is missing.
 Status ValidateKubeConfig(const KubeConfig& config, bool allow_plain_http);
 
 // Standard base64 (with or without padding, whitespace ignored); nullopt on bad input.

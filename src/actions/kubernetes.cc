@@ -318,10 +318,11 @@ Result<std::unique_ptr<KubernetesActuator>> KubernetesActuator::Create(KubeConfi
   return std::unique_ptr<KubernetesActuator>(new KubernetesActuator(std::move(impl)));
 }
 
-Result<CordonOutcome> KubernetesActuator::Cordon(const std::string& node) {
+Result<CordonOutcome> KubernetesActuator::Cordon(const std::string& node, const std::string& decision) {
   if (Status s = Impl::CheckName("node", node); !s.ok()) return s;
   CordonOutcome outcome = CordonOutcome::kCordoned;
   const std::string& me = impl_->options.identity;
+  const std::string at = Rfc3339(impl_->clock().NowNs());
   Status s = impl_->GuardedPatch(node, "cordoning", [&](const Json& current) -> Result<std::optional<Json>> {
     if (Unschedulable(current)) {
       outcome = Annotation(current, kCordonedByAnnotation) == me ? CordonOutcome::kAlreadyOurs
@@ -329,8 +330,10 @@ Result<CordonOutcome> KubernetesActuator::Cordon(const std::string& node) {
       return std::optional<Json>();
     }
     outcome = CordonOutcome::kCordoned;
-    return std::optional<Json>(
-        Json{{"metadata", {{"annotations", {{kCordonedByAnnotation, me}}}}}, {"spec", {{"unschedulable", true}}}});
+    Json annotations{{kCordonedByAnnotation, me}, {kCordonedAtAnnotation, at}};
+    // A stale decision mark from an earlier cordon must not survive into this one.
+    annotations[kDecisionAnnotation] = decision.empty() ? Json() : Json(OneLine(decision, kMaxMessageBytes));
+    return std::optional<Json>(Json{{"metadata", {{"annotations", annotations}}}, {"spec", {{"unschedulable", true}}}});
   });
   if (!s.ok()) return s;
   return outcome;
@@ -347,8 +350,11 @@ Status KubernetesActuator::Uncordon(const std::string& node) {
                         (mark.empty() ? "" : " (cordoned by '" + OneLine(mark, 63) + "')") + "; leaving it as it is");
     }
     // null deletes the key in both merge-patch flavours.
-    return std::optional<Json>(Json{{"metadata", {{"annotations", {{kCordonedByAnnotation, nullptr}}}}},
-                                    {"spec", {{"unschedulable", false}}}});
+    return std::optional<Json>(
+        Json{{"metadata",
+              {{"annotations",
+                {{kCordonedByAnnotation, nullptr}, {kCordonedAtAnnotation, nullptr}, {kDecisionAnnotation, nullptr}}}}},
+             {"spec", {{"unschedulable", false}}}});
   });
 }
 
@@ -461,10 +467,10 @@ Status KubernetesActuator::PostEvent(const std::string& node, const KubeEvent& e
   return HttpError("posting an event about " + node, *r);
 }
 
-Result<DrainReport> KubernetesActuator::Drain(const std::string& node) {
+Result<DrainReport> KubernetesActuator::Drain(const std::string& node, const std::string& decision) {
   if (Status s = Impl::CheckName("node", node); !s.ok()) return s;
   DrainReport report;
-  auto cordon = Cordon(node);
+  auto cordon = Cordon(node, decision);
   if (!cordon.ok()) return cordon.status();
   report.cordon = *cordon;
   const KubeOptions& opt = impl_->options;
@@ -529,6 +535,86 @@ Result<DrainReport> KubernetesActuator::Drain(const std::string& node) {
     }
     impl_->Sleep(std::max<int64_t>(kNsPerMs, std::min(next_due, deadline) - now));
   }
+}
+
+namespace {
+
+KubeNodeState StateOf(const Json& node) {
+  KubeNodeState st;
+  if (node.contains("metadata") && node["metadata"].is_object()) st.name = node["metadata"].value("name", "");
+  st.unschedulable = Unschedulable(node);
+  st.cordoned_by = Annotation(node, kCordonedByAnnotation);
+  st.decision = Annotation(node, kDecisionAnnotation);
+  if (const auto at = ParseIso8601(Annotation(node, kCordonedAtAnnotation))) st.cordoned_at_ns = *at;
+  return st;
+}
+
+// 100 pages of 500: ten times the largest cluster Kubernetes supports (5,000 nodes).
+constexpr int kMaxListPages = 100;
+
+bool IsContinueToken(const std::string& cont) {
+  return std::all_of(cont.begin(), cont.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' || c == '~';
+  });
+}
+
+}  // namespace
+
+const KubeOptions& KubernetesActuator::options() const { return impl_->options; }
+
+Result<KubeNodeState> KubernetesActuator::GetNodeState(const std::string& node) {
+  if (Status s = Impl::CheckName("node", node); !s.ok()) return s;
+  auto current = impl_->GetNode(node);
+  if (!current.ok()) return current.status();
+  KubeNodeState st = StateOf(*current);
+  st.name = node;
+  return st;
+}
+
+Result<std::vector<KubeNodeState>> KubernetesActuator::ListNodes() {
+  std::vector<KubeNodeState> nodes;
+  std::string cont;
+  // Bounded: a server that keeps handing out continue tokens cannot keep us here forever.
+  for (int page = 0; page < kMaxListPages; ++page) {
+    std::string path = "/api/v1/nodes?limit=500";
+    if (!cont.empty()) path += "&continue=" + cont;
+    auto r = impl_->Call("GET", path, "", "");
+    if (!r.ok()) return r.status();
+    if (!Ok2xx(r->status)) return HttpError("listing nodes", *r);
+    Json j = Json::parse(r->body, nullptr, false);
+    if (!j.is_object() || !j.contains("items") || !j["items"].is_array()) {
+      return Status(StatusCode::kCorrupt, "kubernetes: node list is not a NodeList");
+    }
+    for (const Json& item : j["items"]) {
+      if (!item.is_object()) return Status(StatusCode::kCorrupt, "kubernetes: node list holds a non-object");
+      KubeNodeState st = StateOf(item);
+      if (!IsValidKubeName(st.name)) return Status(StatusCode::kCorrupt, "kubernetes: node list names an invalid node");
+      nodes.push_back(std::move(st));
+    }
+    cont = j.contains("metadata") && j["metadata"].is_object() && j["metadata"].contains("continue") &&
+                   j["metadata"]["continue"].is_string()
+               ? j["metadata"]["continue"].get<std::string>()
+               : "";
+    if (!IsContinueToken(cont)) {
+      return Status(StatusCode::kCorrupt, "kubernetes: node list continue token has unexpected characters");
+    }
+    if (cont.empty()) return nodes;
+  }
+  return Status(StatusCode::kCorrupt,
+                "kubernetes: node list did not end after " + std::to_string(kMaxListPages) + " pages");
+}
+
+Result<std::vector<std::string>> KubernetesActuator::EvictablePods(const std::string& node) {
+  if (Status s = Impl::CheckName("node", node); !s.ok()) return s;
+  auto pods = impl_->ListPods(node);
+  if (!pods.ok()) return pods.status();
+  std::vector<std::string> out;
+  for (const Json& pod : *pods) {
+    if (!SkipReason(pod).empty()) continue;
+    const Json& meta = pod.contains("metadata") && pod["metadata"].is_object() ? pod["metadata"] : Json::object();
+    out.push_back(meta.value("namespace", "") + "/" + meta.value("name", ""));
+  }
+  return out;
 }
 
 }  // namespace faultline::actions

@@ -41,6 +41,9 @@
 namespace faultline::actions {
 
 inline constexpr char kCordonedByAnnotation[] = "faultline.io/cordoned-by";
+// Written with our cordon: when (RFC 3339, the breaker's "since") and for which decision.
+inline constexpr char kCordonedAtAnnotation[] = "faultline.io/cordoned-at";
+inline constexpr char kDecisionAnnotation[] = "faultline.io/decision";
 inline constexpr char kDefaultTaintKey[] = "faultline.io/fault";
 
 struct KubeOptions {
@@ -91,6 +94,15 @@ struct DrainReport {
   int pdb_refusals = 0;              // 429 answers, each retried later
 };
 
+// What a node shows about cordons (GetNodeState, ListNodes).
+struct KubeNodeState {
+  std::string name;
+  bool unschedulable = false;
+  std::string cordoned_by;     // value of faultline.io/cordoned-by ("" = none)
+  std::string decision;        // value of faultline.io/decision
+  int64_t cordoned_at_ns = 0;  // faultline.io/cordoned-at; 0 = absent or unparsable
+};
+
 // "FaultlineGPUProblem", "FaultlineOOBProblem", ... : one condition type per layer.
 std::string ConditionTypeForLayer(Layer layer);
 // "hbm_uncorrectable" -> "HbmUncorrectable" (a valid Kubernetes reason).
@@ -102,13 +114,23 @@ class KubernetesActuator {
   static Result<std::unique_ptr<KubernetesActuator>> Create(KubeConfig config, KubeOptions options = {});
   ~KubernetesActuator();
 
-  Result<CordonOutcome> Cordon(const std::string& node);
+  // `decision` (a decision key, may be empty) goes into faultline.io/decision with our
+  // mark; faultline.io/cordoned-at records the time. Uncordon removes all three.
+  Result<CordonOutcome> Cordon(const std::string& node, const std::string& decision = "");
   Status Uncordon(const std::string& node);
   Status Taint(const std::string& node, const std::string& value, const std::string& effect = "NoSchedule");
   Status Untaint(const std::string& node);
   Status SetCondition(const std::string& node, const NodeConditionUpdate& condition);
   Status PostEvent(const std::string& node, const KubeEvent& event);
-  Result<DrainReport> Drain(const std::string& node);
+  Result<DrainReport> Drain(const std::string& node, const std::string& decision = "");
+
+  // One node's cordon state (GET), and every node's (GET /api/v1/nodes, paged by 500).
+  Result<KubeNodeState> GetNodeState(const std::string& node);
+  Result<std::vector<KubeNodeState>> ListNodes();
+  // "namespace/name" of the pods a drain would still evict from `node` (not DaemonSet,
+  // mirror or finished pods; a terminating pod counts until it is gone).
+  Result<std::vector<std::string>> EvictablePods(const std::string& node);
+  const KubeOptions& options() const;
 
   struct Impl;
 

@@ -1,61 +1,31 @@
 #include "actions/kubernetes_http.h"
 
-#include <curl/curl.h>
+#include <utility>
 
-#include <algorithm>
-#include <memory>
+#include "sources/redfish/curl_http_client.h"
 
 namespace faultline::actions {
 namespace {
 
-struct Sink {
-  std::string body;
-  size_t max = 0;
-  bool too_large = false;
-};
-
-size_t OnBody(char* data, size_t size, size_t n, void* user) {
-  auto* sink = static_cast<Sink*>(user);
-  const size_t len = size * n;
-  if (sink->body.size() + len > sink->max) {
-    sink->too_large = true;
-    return 0;  // aborts with CURLE_WRITE_ERROR
+// The transport for one request: the cluster's trust (insecure, CA data or file), the
+// client certificate when the kubeconfig has one, https only for an https server (the URL
+// is server + path, so a path can never switch the scheme), no redirects (CurlHttpClient
+// never follows one: it would carry the token elsewhere).
+Result<redfish::CurlOptions> TransportFor(const KubeConfig& config, const KubeHttpLimits& limits) {
+  redfish::CurlOptions o;
+  o.ca_file = config.ca_file;
+  o.ca_pem = config.ca_pem;
+  o.insecure = config.insecure;
+  o.connect_timeout_ms = limits.connect_timeout_ms;
+  o.max_body_bytes = limits.max_body_bytes;
+  o.https_only = config.server.rfind("https://", 0) == 0;
+  if (config.HasClientCert()) {
+    auto pair = config.ClientCertificate();
+    if (!pair.ok()) return pair.status();
+    o.client_cert_pem = std::move(pair->cert);
+    o.client_key_pem = std::move(pair->key);
   }
-  sink->body.append(data, len);
-  return len;
-}
-
-using EasyPtr = std::unique_ptr<CURL, decltype(&curl_easy_cleanup)>;
-using ListPtr = std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)>;
-
-Status CurlFailure(CURLcode rc, const Sink& sink) {
-  const std::string what = std::string("kubernetes API: ") + curl_easy_strerror(rc);
-  switch (rc) {
-    case CURLE_OPERATION_TIMEDOUT:
-      return Status(StatusCode::kTimeout, what);
-    case CURLE_PARTIAL_FILE:
-    case CURLE_RECV_ERROR:
-      return Status(StatusCode::kUnavailable, what + " (truncated answer)");
-    case CURLE_WRITE_ERROR:
-      if (sink.too_large) return Status(StatusCode::kCorrupt, "kubernetes API: answer exceeds the size limit");
-      return Status(StatusCode::kUnavailable, what);
-    default:
-      return Status(StatusCode::kUnavailable, what);
-  }
-}
-
-void AddHeader(ListPtr& list, const std::string& line) { list.reset(curl_slist_append(list.release(), line.c_str())); }
-
-// Trust: explicit insecure, else the CA PEM data, else the CA file, else the system store.
-void ConfigureTls(CURL* h, const KubeConfig& config) {
-  curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, config.insecure ? 0L : 1L);
-  curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, config.insecure ? 0L : 2L);
-  if (!config.ca_pem.empty()) {
-    curl_blob blob{const_cast<char*>(config.ca_pem.data()), config.ca_pem.size(), CURL_BLOB_COPY};
-    curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob);
-  } else if (!config.ca_file.empty()) {
-    curl_easy_setopt(h, CURLOPT_CAINFO, config.ca_file.c_str());
-  }
+  return o;
 }
 
 }  // namespace
@@ -63,40 +33,26 @@ void ConfigureTls(CURL* h, const KubeConfig& config) {
 Result<KubeHttpResponse> KubeRequest(const KubeConfig& config, const KubeHttpLimits& limits, const std::string& method,
                                      const std::string& path, const std::string& content_type,
                                      const std::string& body) {
-  auto token = config.BearerToken();
-  if (!token.ok()) return token.status();
-  EasyPtr easy(curl_easy_init(), curl_easy_cleanup);
-  if (!easy) return Status(StatusCode::kInternal, "curl_easy_init failed");
-  CURL* h = easy.get();
-  ListPtr headers(nullptr, curl_slist_free_all);
-  AddHeader(headers, "Authorization: Bearer " + *token);
-  AddHeader(headers, "Accept: application/json");
-  AddHeader(headers, "User-Agent: faultline/0.1");
-  if (!content_type.empty()) AddHeader(headers, "Content-Type: " + content_type);
-  const std::string url = config.server + path;
-  Sink sink;
-  sink.max = limits.max_body_bytes;
-  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers.get());
-  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  const int64_t timeout = std::max<int64_t>(1, limits.timeout_ms);
-  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout));
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(std::min(limits.connect_timeout_ms, timeout)));
-  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);  // a redirect would carry the token elsewhere
-  ConfigureTls(h, config);
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, OnBody);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
-  curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method.c_str());
-  if (method != "GET") {
-    curl_easy_setopt(h, CURLOPT_POSTFIELDS, body.c_str());
-    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
+  auto transport = TransportFor(config, limits);
+  if (!transport.ok()) return transport.status();
+  redfish::HttpRequest request;
+  request.method = method;
+  request.url = config.server + path;
+  request.timeout_ms = limits.timeout_ms;
+  if (config.HasToken()) {
+    auto token = config.BearerToken();
+    if (!token.ok()) return token.status();
+    request.headers.emplace_back("Authorization", "Bearer " + *token);
   }
-  const CURLcode rc = curl_easy_perform(h);
-  if (rc != CURLE_OK) return CurlFailure(rc, sink);
-  long code = 0;
-  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-  return KubeHttpResponse{static_cast<int>(code), std::move(sink.body)};
+  request.headers.emplace_back("Accept", "application/json");
+  request.headers.emplace_back("User-Agent", "faultline/0.1");
+  if (!content_type.empty()) request.headers.emplace_back("Content-Type", content_type);
+  if (method != "GET") request.body = body;
+  redfish::CurlHttpClient client(std::move(transport).value());
+  auto response = client.Send(request);
+  // CurlHttpClient's errors are libcurl's own words: never a header, so never the token.
+  if (!response.ok()) return Status(response.status().code(), "kubernetes API: " + response.status().message());
+  return KubeHttpResponse{response->status, std::move(response->body)};
 }
 
 }  // namespace faultline::actions

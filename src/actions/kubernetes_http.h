@@ -1,7 +1,9 @@
-// The HTTP touchpoint of the Kubernetes actuator: one libcurl request to the API server,
-// with the bearer token, the configured trust (CA file, CA PEM data or, when explicitly
-// configured, no verification) and a whole-request timeout. Never logs; the token is
-// only ever placed in the Authorization header.
+// The HTTP touchpoint of the Kubernetes actuator: one request to the API server through
+// the shared libcurl client (redfish::CurlHttpClient), with the bearer token and/or the
+// client certificate, the configured trust (CA file, CA PEM data or, when explicitly
+// configured, no verification), https only for an https server, no redirects and a
+// whole-request timeout. Never logs; the token is only ever placed in the Authorization
+// header.
 #pragma once
 
 #include <cstdint>
@@ -24,8 +26,9 @@ struct KubeHttpLimits {
 };
 
 // `path` starts with "/" and is appended to config.server. Any HTTP status is a success
-// here; failures are kTimeout, kUnavailable (connect, TLS, reset) and kCorrupt (body over
-// the limit or truncated).
+// here; failures are kTimeout, kUnavailable (connect, TLS, reset, a scheme not allowed)
+// and kCorrupt (body over the limit or truncated); kInvalidArgument / kNotFound when the
+// token or certificate files cannot be read.
 Result<KubeHttpResponse> KubeRequest(const KubeConfig& config, const KubeHttpLimits& limits, const std::string& method,
                                      const std::string& path, const std::string& content_type, const std::string& body);
 

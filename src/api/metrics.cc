@@ -61,6 +61,35 @@ class Exposition {
     ++series_;
   }
 
+  // A histogram family: name_bucket{le=...} (cumulative), name_sum, name_count, one TYPE line.
+  void AddHistogram(std::string_view name, std::string_view help, const Labels& labels,
+                    const daemon::LatencyHistogram& h) {
+    auto [it, inserted] = index_.try_emplace(std::string(name), families_.size());
+    if (!inserted) return;
+    families_.push_back(Family{std::string(name), "histogram", std::string(help), {}, {}});
+    Family& f = families_.back();
+    std::string key;
+    for (const auto& [label, v] : labels) {
+      if (!ValidLabelValue(v)) {
+        ++dropped_;
+        return;
+      }
+      key += std::string(label) + "=\"" + EscapeLabelValue(v) + "\",";
+    }
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i < h.buckets.size(); ++i) {
+      cumulative += h.buckets[i];
+      f.lines += f.name + "_bucket{" + key + "le=\"" + FormatValue(daemon::LatencyHistogram::kBoundsS[i]) + "\"} " +
+                 std::to_string(cumulative) + "\n";
+    }
+    f.lines += f.name + "_bucket{" + key + "le=\"+Inf\"} " + std::to_string(h.count) + "\n";
+    if (!key.empty()) key.pop_back();
+    const std::string braces = key.empty() ? "" : "{" + key + "}";
+    f.lines += f.name + "_sum" + braces + " " + FormatValue(h.sum_s) + "\n";
+    f.lines += f.name + "_count" + braces + " " + std::to_string(h.count) + "\n";
+    ++series_;
+  }
+
   size_t series() const { return series_; }
   size_t dropped() const { return dropped_; }
 
@@ -593,6 +622,11 @@ Result<std::string> RenderMetrics(DataProvider& provider, const MetricsOptions& 
             static_cast<double>(*now) / kNsPerSecond);
   }
   if (options.process_metrics) AddProcess(node, out);
+  if (auto latency = provider.EvaluationLatency()) {
+    out.AddHistogram("faultline_evaluation_duration_seconds",
+                     "Time of one evaluation (detectors, isolator, stored findings and diagnosis).", {{"node", node}},
+                     *latency);
+  }
   if (Status s = AddReadings(provider, options, *now, out); !s.ok()) return s;
   // Written last, it counts every series left out of this scrape (never itself cut).
   const size_t dropped = out.dropped();

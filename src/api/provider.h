@@ -16,6 +16,7 @@
 #include "core/clock.h"
 #include "core/status.h"
 #include "core/types.h"
+#include "daemon/latency_histogram.h"
 #include "daemon/why_slow.h"
 #include "store/records.h"
 
@@ -60,6 +61,8 @@ class DataProvider {
   // Records an operator's acknowledgement of a diagnosis as an action row; returns the
   // row id. kPermissionDenied when the data is read-only, kNotFound for an unknown id.
   virtual Result<int64_t> Acknowledge(int64_t diagnosis_id, const std::string& note) = 0;
+  // The live agent's evaluation latency; a stored run has none (nullopt).
+  virtual std::optional<daemon::LatencyHistogram> EvaluationLatency() { return std::nullopt; }
 };
 
 struct StoreProviderOptions {

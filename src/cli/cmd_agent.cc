@@ -7,10 +7,14 @@
 #include <iostream>
 #include <memory>
 
+#include "api/agent_provider.h"
+#include "api/server.h"
 #include "cli/commands.h"
 #include "core/clock.h"
 #include "daemon/agent.h"
 #include "daemon/config.h"
+#include "policy/actuators.h"
+#include "sources/workload/http_server.h"
 
 namespace faultline::cli {
 namespace {
@@ -45,6 +49,43 @@ bool PlainNodeName(const std::string& name) {
   return true;
 }
 
+// "dry run only" or "carries out drain, webhook (the rest dry runs)".
+std::string PolicySummary(const policy::PolicyConfig& p) {
+  if (p.enable.empty()) return "dry run only";
+  std::string classes;
+  for (actions::ActionClass c : p.enable) classes += (classes.empty() ? "" : ", ") + std::string(actions::ToString(c));
+  return "carries out " + classes + " (the rest dry runs)";
+}
+
+// The API, /metrics and the dashboard beside the agent ([server] listen), over its store
+// and live state; its own threads, so a slow client never holds the pipeline.
+struct AgentServer {
+  std::unique_ptr<api::AgentProvider> provider;
+  std::unique_ptr<api::Server> server;
+};
+
+Status StartServer(const daemon::ServerSection& section, daemon::Agent& agent, const Clock& clock,
+                   daemon::Logger& logger, AgentServer& out) {
+  if (section.listen.empty()) return Status::Ok();
+  auto token = LoadBearerToken(section.token_file, section.token_env, "server");
+  if (!token.ok()) return token.status();
+  api::ServerOptions options;
+  options.listen = section.listen;
+  options.cert_file = section.cert_file;
+  options.key_file = section.key_file;
+  options.api.token = *token;
+  out.provider = std::make_unique<api::AgentProvider>(agent, clock);
+  out.server = std::make_unique<api::Server>(*out.provider, options, &logger);
+  auto started = out.server->Start();
+  if (!started.ok()) return started.status();
+  for (const std::string& w : *started) logger.Warn(w);
+  // The port line is what scripts (and the tests) read to find a port chosen with :0.
+  logger.Info("serving the API on " + std::string(out.server->tls() ? "https" : "http") + "://" +
+              section.listen.substr(0, section.listen.rfind(':')) + ":" + std::to_string(out.server->port()) +
+              " (port " + std::to_string(out.server->port()) + ")");
+  return Status::Ok();
+}
+
 int Run(const AgentArgs& args) {
   if (args.print_default) {
     std::cout << daemon::DefaultAgentConfigToml();
@@ -67,9 +108,15 @@ int Run(const AgentArgs& args) {
     config->agent.node = args.node;
   }
   if (args.check_config) {
+    // The actuators too: an unreadable webhook secret or a bad URL must fail here, not at
+    // the first fault.
+    if (auto actuators = policy::BuildActuators(config->policy); !actuators.ok()) {
+      std::cerr << "faultline agent: " << actuators.status().message() << "\n";
+      return kExitUsage;
+    }
     std::cout << args.config << ": ok (node "
               << (config->agent.node.empty() ? daemon::HostName() + ", from the host name" : config->agent.node)
-              << ", store " << config->agent.store_path << ")\n";
+              << ", store " << config->agent.store_path << ", policy " << PolicySummary(config->policy) << ")\n";
     return kExitOk;
   }
   const sigset_t signals = StopSignals();
@@ -83,9 +130,16 @@ int Run(const AgentArgs& args) {
     return kExitFailure;
   }
   (*agent)->Start();
+  AgentServer server;
+  if (Status st = StartServer(config->server, **agent, clock, logger, server); !st.ok()) {
+    logger.Error("cannot start the server: " + st.message());
+    (void)(*agent)->Stop();
+    return kExitFailure;
+  }
   int signal_number = 0;
   sigwait(&signals, &signal_number);
   logger.Info(std::string("received ") + (signal_number == SIGINT ? "SIGINT" : "SIGTERM") + ", stopping");
+  if (server.server) server.server->Stop();  // no request reads the store while it closes
   // A hung peer must not keep the node's shutdown waiting: bound the stop.
   auto stopped = std::async(std::launch::async, [&agent] { return (*agent)->Stop(); });
   if (stopped.wait_for(std::chrono::nanoseconds(config->agent.shutdown_timeout_ns)) != std::future_status::ready) {

@@ -15,7 +15,7 @@ constexpr Registrar kCommands[] = {
     faultline::cli::AddCollectIpmiCommand,  faultline::cli::AddAgentCommand,
     faultline::cli::AddWhySlowCommand,      faultline::cli::AddServeCommand,
     faultline::cli::AddRmaBundleCommand,    faultline::cli::AddCheckCommand,
-    faultline::cli::AddResolveCommand,
+    faultline::cli::AddResolveCommand,      faultline::cli::AddAskCommand,
     faultline::cli::AddSimDelegates,
 };
 

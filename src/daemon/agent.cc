@@ -16,6 +16,10 @@ struct Agent::SourceState {
   int64_t backoff_ns = 0;  // current retry delay while failing
   bool failing = false;
   std::optional<int64_t> last_poll_mono_ns;  // RunDue's schedule
+  // For SourceStatuses (under the agent's mu_).
+  uint64_t polls = 0;
+  uint64_t errors = 0;
+  std::optional<int64_t> last_success_ns;
   // A polled batch the store refused: retried before the source is polled again.
   std::optional<SourceBatch> unstored;
 };
@@ -35,8 +39,7 @@ Result<std::unique_ptr<Agent>> Agent::Create(const AgentConfig& config, const Cl
   if (!sources.ok()) return sources.status();
   std::unique_ptr<Agent> agent(new Agent(config, node, std::move(store).value(), std::move(sources).value(),
                                          std::move(topology), clock, logger));
-  if (Status s = agent->pipeline_->WarmStart(clock.NowNs()); !s.ok()) return s;
-  return agent;
+  return Finish(std::move(agent));
 }
 
 Result<std::unique_ptr<Agent>> Agent::CreateWithSources(const AgentConfig& config,
@@ -53,8 +56,20 @@ Result<std::unique_ptr<Agent>> Agent::CreateWithStore(const AgentConfig& config,
   if (store == nullptr) return Status(StatusCode::kInvalidArgument, "agent: no store");
   const std::string node = config.agent.node.empty() ? HostName() : config.agent.node;
   std::unique_ptr<Agent> agent(new Agent(config, node, std::move(store), std::move(sources), nullptr, clock, logger));
-  if (Status s = agent->pipeline_->WarmStart(clock.NowNs()); !s.ok()) return s;
+  return Finish(std::move(agent));
+}
+
+Result<std::unique_ptr<Agent>> Agent::Finish(std::unique_ptr<Agent> agent) {
+  auto remediation = Remediation::Create(agent->config_.policy, *agent->store_, agent->node_, agent->logger_);
+  if (!remediation.ok()) return remediation.status();
+  agent->remediation_ = std::move(remediation).value();
+  if (Status s = agent->pipeline_->WarmStart(agent->clock_.NowNs()); !s.ok()) return s;
   return agent;
+}
+
+void Agent::UseActuators(std::vector<actions::Actuator*> actuators, actions::FleetView* fleet) {
+  remediation_ =
+      std::make_unique<Remediation>(config_.policy, *store_, node_, std::move(actuators), fleet, logger_);
 }
 
 Agent::Agent(const AgentConfig& config, std::string node, std::unique_ptr<Store> store,
@@ -96,8 +111,10 @@ void Agent::PollOne(SourceState& s) {
   auto batch = s.source->Poll(clock_.MonotonicNs() + budget);
   std::unique_lock<std::mutex> lock(mu_);
   ++stats_.polls;
+  ++s.polls;
   if (!batch.ok()) {
     ++stats_.poll_failures;
+    ++s.errors;
     s.backoff_ns = s.failing ? std::min(s.backoff_ns * 2, config_.agent.max_backoff_ns) : s.interval_ns;
     if (!s.failing) {
       logger_.Warn("source " + s.source->name() + " unavailable: " + batch.status().ToString() + " (retrying)");
@@ -109,6 +126,7 @@ void Agent::PollOne(SourceState& s) {
   }
   if (s.failing) logger_.Info("source " + s.source->name() + " recovered");
   s.failing = false;
+  s.last_success_ns = clock_.NowNs();
   s.backoff_ns = 0;
   warnings_.Report(s.source->name(), batch->warnings, clock_.MonotonicNs());
   lock.unlock();  // the pipeline serialises itself; keep the agent lock short
@@ -156,15 +174,25 @@ void Agent::SetEvaluationListener(EvaluationListener listener) {
 }
 
 Status Agent::EvaluateNow() {
+  const int64_t started = clock_.MonotonicNs();
   auto result = pipeline_->Evaluate(clock_.NowNs());
+  const int64_t took = clock_.MonotonicNs() - started;
   EvaluationListener listener;
   {
     std::lock_guard<std::mutex> lock(mu_);
     listener = listener_;
   }
   if (result.ok() && listener) listener(*result, clock_.MonotonicNs());
+  // Its rows are committed: the policy may act on the new diagnosis (never fatal).
+  // (No remediation when Create failed before building it: the destructor's Stop runs this.)
+  if (result.ok() && remediation_) remediation_->AfterEvaluation(*result, node_, clock_.NowNs());
   std::lock_guard<std::mutex> lock(mu_);
   ++stats_.evaluations;
+  stats_.evaluation_latency.Observe(took);
+  if (remediation_) {
+    stats_.policy_decisions = remediation_->stats().decisions_stored;
+    stats_.policy_errors = remediation_->stats().errors;
+  }
   if (!result.ok()) {
     logger_.Error("evaluate: " + result.status().ToString());
     return result.status();
@@ -359,6 +387,20 @@ Status Agent::RunFor(std::chrono::nanoseconds duration) {
 AgentStats Agent::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;
+}
+
+std::vector<SourceStatus> Agent::SourceStatuses() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<SourceStatus> out;
+  for (const auto& s : sources_) {
+    out.push_back(SourceStatus{.name = s->source->name(),
+                               .layer = s->source->layer(),
+                               .up = s->polls > 0 && !s->failing,
+                               .polls = s->polls,
+                               .errors = s->errors,
+                               .last_success_ns = s->last_success_ns});
+  }
+  return out;
 }
 
 std::vector<Diagnosis> Agent::LastDiagnoses() const {

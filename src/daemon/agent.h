@@ -38,8 +38,10 @@
 
 #include "core/clock.h"
 #include "daemon/config.h"
+#include "daemon/latency_histogram.h"
 #include "daemon/log.h"
 #include "daemon/pipeline.h"
+#include "daemon/remediation.h"
 #include "daemon/warning_log.h"
 #include "daemon/source.h"
 
@@ -61,6 +63,19 @@ struct AgentStats {
   uint64_t findings_stored = 0;
   uint64_t diagnoses_stored = 0;
   uint64_t retention_runs = 0;
+  uint64_t policy_decisions = 0;  // remediation decision rows stored (daemon/remediation.h)
+  uint64_t policy_errors = 0;
+  LatencyHistogram evaluation_latency;  // one Pipeline::Evaluate, monotonic clock
+};
+
+// One source as the agent sees it now (the API's source health).
+struct SourceStatus {
+  std::string name;  // "kmsg", "nvml", "redfish", ...
+  Layer layer = Layer::kOs;
+  bool up = false;  // polled at least once and its last poll succeeded
+  uint64_t polls = 0;
+  uint64_t errors = 0;                     // failed polls since the agent started
+  std::optional<int64_t> last_success_ns;  // wall clock of its last successful poll
 };
 
 class Agent {
@@ -110,8 +125,16 @@ class Agent {
   using EvaluationListener = std::function<void(const EvaluateResult&, int64_t done_mono_ns)>;
   void SetEvaluationListener(EvaluationListener listener);
 
+  // Remediation through these actuators instead of the ones [policy] asks for (the
+  // simulator's platform doubles, tests). Borrowed: they must outlive the agent; `fleet`
+  // may be null. Before Start() / the first RunOnce or RunDue.
+  void UseActuators(std::vector<actions::Actuator*> actuators, actions::FleetView* fleet);
+
   AgentStats stats() const;
+  std::vector<SourceStatus> SourceStatuses() const;
   std::vector<Diagnosis> LastDiagnoses() const;
+  // The agent's store, for a server running beside it (the Store serializes itself).
+  Store& store() { return *store_; }
   const std::string& node() const { return node_; }
 
  private:
@@ -123,6 +146,8 @@ class Agent {
   // One batch into the pipeline; false when the store refused it (the batch is intact).
   bool StoreBatch(SourceState& s, SourceBatch& batch);
   Status EvaluateNow();
+  // Builds the remediation step from [policy] and warm-starts the pipeline.
+  static Result<std::unique_ptr<Agent>> Finish(std::unique_ptr<Agent> agent);
   void SourceLoop(SourceState& s);
   void EvaluateLoop();
   void ApplyRetention();
@@ -143,6 +168,7 @@ class Agent {
   std::unique_ptr<Topology> topology_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Pipeline> pipeline_;
+  std::unique_ptr<Remediation> remediation_;  // used by the evaluating thread only
   std::vector<std::unique_ptr<SourceState>> sources_;
 
   mutable std::mutex mu_;

@@ -192,6 +192,14 @@ Status ReadWorkload(SectionReader& r, WorkloadSection& s) {
   r.ReadDuration("interval", s.interval_ns);
   return r.Finish();
 }
+Status ReadServer(SectionReader& r, ServerSection& s) {
+  r.Read("listen", s.listen);
+  r.Read("token_file", s.token_file);
+  r.Read("token_env", s.token_env);
+  r.Read("cert_file", s.cert_file);
+  r.Read("key_file", s.key_file);
+  return r.Finish();
+}
 Status ReadIsolate(SectionReader& r, IsolateSection& s) {
   r.ReadDuration("window", s.window_ns);
   return r.Finish();
@@ -205,7 +213,15 @@ Status ReadPolicy(SectionReader& r, policy::PolicyConfig& s) {
   r.ReadDuration("breaker_window", s.breaker_window_ns);
   r.ReadDuration("retry_initial", s.retry_initial_ns);
   r.ReadDuration("retry_max", s.retry_max_ns);
+  r.Read("platform", s.platform);
   r.Read("slurm_node", s.slurm_node);
+  r.Read("kubeconfig", s.kubeconfig);
+  r.Read("kubernetes_context", s.kubernetes_context);
+  r.Read("kubernetes_node", s.kubernetes_node);
+  r.Read("bundle_dir", s.bundle_dir);
+  r.Read("state_dir", s.state_dir);
+  r.Read("gpu_reset_command", s.gpu_reset_command);
+  r.Read("reboot_command", s.reboot_command);
   r.Read("webhook_url", s.webhook_url);
   r.Read("webhook_secret_file", s.webhook_secret_file);
   r.Read("webhook_secret_env", s.webhook_secret_env);
@@ -229,6 +245,19 @@ Status CheckValues(const AgentConfig& c) {
     const bool token = !c.workload.token_file.empty() || !c.workload.token_env.empty();
     if (auto policy = CheckListenPolicy(*address, token); !policy.ok()) {
       return Bad("workload.listen", "not loopback: set workload.token_file or workload.token_env");
+    }
+  }
+  if (!c.server.listen.empty()) {
+    auto address = ParseListenAddress(c.server.listen);
+    if (!address.ok() || c.server.listen.rfind(':') == std::string::npos) {
+      return Bad("server.listen", "expected HOST:PORT");
+    }
+    const bool token = !c.server.token_file.empty() || !c.server.token_env.empty();
+    if (auto policy = CheckListenPolicy(*address, token); !policy.ok()) {
+      return Bad("server.listen", "not loopback: set server.token_file or server.token_env");
+    }
+    if (c.server.cert_file.empty() != c.server.key_file.empty()) {
+      return Bad("server.cert_file", "cert_file and key_file go together (both set = HTTPS)");
     }
   }
   return Status::Ok();
@@ -273,6 +302,7 @@ Result<AgentConfig> ParseAgentConfig(std::string_view toml_text) {
       {"redfish", [](SectionReader& r, AgentConfig& c) { return ReadRedfish(r, c.redfish); }},
       {"sysfs", [](SectionReader& r, AgentConfig& c) { return ReadSysfs(r, c.sysfs); }},
       {"workload", [](SectionReader& r, AgentConfig& c) { return ReadWorkload(r, c.workload); }},
+      {"server", [](SectionReader& r, AgentConfig& c) { return ReadServer(r, c.server); }},
       {"isolate", [](SectionReader& r, AgentConfig& c) { return ReadIsolate(r, c.isolate); }},
       {"policy", [](SectionReader& r, AgentConfig& c) { return ReadPolicy(r, c.policy); }},
   };
@@ -358,6 +388,13 @@ token_env = ""                             # or the environment variable holding
 file = ""                                  # "" = off; report lines appended by jobs
 interval = "1s"
 
+[server]                                   # HTTP API, /metrics, dashboard (docs/api.md)
+listen = ""                                # "" = off, e.g. "127.0.0.1:9465"
+token_file = ""                            # bearer token file; required for a non-loopback listen
+token_env = ""                             # or the environment variable holding the token
+cert_file = ""                             # cert_file + key_file = HTTPS
+key_file = ""
+
 [isolate]
 window = "30m"
 
@@ -370,7 +407,15 @@ breaker_max_percent = 2.0                  # taken out by faultline per breaker_
 breaker_window = "1h"
 retry_initial = "30s"                      # a failed action is retried, doubling up to retry_max
 retry_max = "15m"
+platform = "slurm"                         # cordon/drain and the breaker's fleet view: slurm, kubernetes, none
 slurm_node = ""                            # "" = agent.node
+kubeconfig = ""                            # platform = "kubernetes": "" = in-cluster service account
+kubernetes_context = ""                    # "" = the kubeconfig's current-context
+kubernetes_node = ""                       # "" = slurm_node, else agent.node
+bundle_dir = "/var/lib/faultline/bundles"  # rma_bundle, facility_ticket: one .tar.gz per decision
+state_dir = "/var/lib/faultline/actions"   # reboot markers (crash safety); not on tmpfs
+gpu_reset_command = "nvidia-smi --gpu-reset -i {gpu}"  # {gpu}: PCI bus id, else UUID, else index
+reboot_command = "systemctl reboot"
 webhook_url = ""                           # https://... (webhook, notify_user)
 webhook_secret_file = ""                   # HMAC-SHA256 key, first line, mode 0600
 webhook_secret_env = ""                    # or the environment variable holding it

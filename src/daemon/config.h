@@ -77,6 +77,15 @@ struct WorkloadSection {
   int64_t interval_ns = 1'000'000'000;  // how often the file / queue is drained
 };
 
+// The HTTP API, /metrics and the dashboard served by the agent itself (docs/api.md).
+struct ServerSection {
+  std::string listen;      // "" = off; "127.0.0.1:9465" (dcgm-exporter holds 9400 on GPU nodes)
+  std::string token_file;  // bearer token (first line); required when listen is not loopback
+  std::string token_env;   // or: the environment variable holding it
+  std::string cert_file;   // both set: HTTPS
+  std::string key_file;
+};
+
 struct IsolateSection {
   int64_t window_ns = 1800'000'000'000;  // findings/observations considered per evaluation
 };
@@ -89,6 +98,7 @@ struct AgentConfig {
   RedfishSection redfish;
   SysfsSection sysfs;
   WorkloadSection workload;
+  ServerSection server;
   IsolateSection isolate;
   policy::PolicyConfig policy;  // [policy]: remediation (docs/remediation.md)
 };

@@ -2,10 +2,18 @@
 // `check --slurm` both need them; neither should know how each is put together).
 //
 // What is built (docs/remediation.md "Configuration"):
-//  - Slurm (`platform = "slurm"`, the default): cordon and drain through scontrol; also the
-//    breaker's fleet view (sinfo).
-//  - Webhook, when `webhook_url` is set: webhook and notify_user.
-// Classes with no actuator stay "no_actuator" in the ledger when enabled, never "done".
+//  - cordon and drain, and the breaker's fleet view, by `platform`: "slurm" (the default:
+//    scontrol/sinfo), "kubernetes" (the API server, with `kubeconfig` or the in-cluster
+//    service account; `kubernetes_node` names the node), "none" (neither: enabled cordon
+//    and drain stay "no_actuator", and without a fleet view the breaker holds every
+//    disruptive class);
+//  - reset_gpu (`gpu_reset_command`) and reboot_node (`reboot_command`, markers in
+//    `state_dir`, which must not be tmpfs when reboot_node is enabled), always;
+//  - rma_bundle and facility_ticket into `bundle_dir`, when a store is given (they read it);
+//  - webhook and notify_user, when `webhook_url` is set.
+// Nothing contacts a platform while building: errors are configuration errors (an
+// unreadable kubeconfig or webhook secret, a bad URL or command) naming the policy key.
+#pragma once
 #pragma once
 
 #include <memory>
@@ -13,8 +21,16 @@
 #include <vector>
 
 #include "actions/actuator.h"
+#include "actions/kube_config.h"
 #include "core/status.h"
 #include "policy/config.h"
+
+namespace faultline {
+class Store;
+}
+namespace faultline::ipmi {
+class CommandRunner;
+}
 
 namespace faultline::policy {
 
@@ -47,8 +63,18 @@ class ActuatorSet {
   actions::FleetView* fleet_ = nullptr;
 };
 
-// Builds what `config` asks for. Errors (an unreadable webhook secret, a bad URL) name the
-// policy key; the agent refuses to start on them.
-Result<std::unique_ptr<ActuatorSet>> BuildActuators(const PolicyConfig& config);
+// What the builder borrows from its caller; every field may stay empty.
+struct ActuatorDeps {
+  Store* store = nullptr;                 // the agent's store: rma_bundle / facility_ticket read it
+  ipmi::CommandRunner* runner = nullptr;  // null = a ProcessRunner owned by the set (tests pass a fake)
+  std::string boot_id_path;               // "" = /proc/sys/kernel/random/boot_id (tests)
+  actions::EnvLookup env;                 // null = the process environment (in-cluster lookup)
+  std::string service_account_dir;        // "" = the standard in-cluster path (tests)
+  bool kube_allow_plain_http = false;     // tests against a plain-HTTP fake API server
+};
+
+// Builds what `config` asks for. Errors name the policy key; the agent refuses to start on
+// them.
+Result<std::unique_ptr<ActuatorSet>> BuildActuators(const PolicyConfig& config, const ActuatorDeps& deps = {});
 
 }  // namespace faultline::policy

@@ -3,11 +3,21 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sources/ipmi/command_runner.h"
+
 namespace faultline::policy {
 namespace {
 
 Status Bad(const std::string& key, const std::string& why) {
   return Status(StatusCode::kInvalidArgument, "config: policy." + key + ": " + why);
+}
+
+// A command line the runner can take: splits, and names a program.
+Status CheckCommand(const std::string& key, const std::string& line) {
+  auto argv = ipmi::SplitCommandLine(line);
+  if (!argv.ok()) return Bad(key, argv.status().message());
+  if (argv->empty()) return Bad(key, "must name a command");
+  return Status::Ok();
 }
 
 }  // namespace
@@ -27,6 +37,16 @@ Status ValidatePolicyConfig(const PolicyConfig& c) {
   if (!c.webhook_secret_file.empty() && !c.webhook_secret_env.empty()) {
     return Bad("webhook_secret_file", "set webhook_secret_file or webhook_secret_env, not both");
   }
+  if (std::find(std::begin(kPlatforms), std::end(kPlatforms), c.platform) == std::end(kPlatforms)) {
+    return Bad("platform", "unknown platform '" + c.platform + "' (slurm, kubernetes or none)");
+  }
+  if (c.platform != "kubernetes" && (!c.kubeconfig.empty() || !c.kubernetes_context.empty())) {
+    return Bad(c.kubeconfig.empty() ? "kubernetes_context" : "kubeconfig", "set, but platform is not \"kubernetes\"");
+  }
+  if (c.bundle_dir.empty()) return Bad("bundle_dir", "must not be empty");
+  if (c.state_dir.empty()) return Bad("state_dir", "must not be empty");
+  if (Status s = CheckCommand("gpu_reset_command", c.gpu_reset_command); !s.ok()) return s;
+  if (Status s = CheckCommand("reboot_command", c.reboot_command); !s.ok()) return s;
   return Status::Ok();
 }
 

@@ -25,8 +25,26 @@ struct PolicyConfig {
   // A failed action is retried after retry_initial, doubling up to retry_max.
   int64_t retry_initial_ns = int64_t{30} * 1'000'000'000;
   int64_t retry_max_ns = int64_t{900} * 1'000'000'000;
+  // Where cordon/drain go and the breaker's fleet view comes from: "slurm" (scontrol/sinfo),
+  // "kubernetes" (the API server) or "none" (no cordon/drain actuator and no fleet view:
+  // enabled disruptive classes are held, the breaker fails closed).
+  std::string platform = "slurm";
   // The node's name in Slurm ("" = the agent's node name).
   std::string slurm_node;
+  // Kubernetes: a kubeconfig file ("" = the in-cluster service account), its context ("" =
+  // current-context), and the node's name in the cluster ("" = slurm_node, else the agent's
+  // node name).
+  std::string kubeconfig;
+  std::string kubernetes_context;
+  std::string kubernetes_node;
+  // rma_bundle / facility_ticket: where the .tar.gz files are written.
+  std::string bundle_dir = "/var/lib/faultline/bundles";
+  // What actuators keep to survive a crash (reboot markers); must survive a reboot.
+  std::string state_dir = "/var/lib/faultline/actions";
+  // Command lines (split on blanks, quotes honoured, no shell). "{gpu}" is the diagnosed
+  // GPU's PCI bus id (else UUID, else index); appended when absent.
+  std::string gpu_reset_command = "nvidia-smi --gpu-reset -i {gpu}";
+  std::string reboot_command = "systemctl reboot";
   // Webhook (classes webhook and notify_user). "" = no webhook actuator.
   std::string webhook_url;
   std::string webhook_secret_file;  // first line = HMAC key (mode 0600)
@@ -36,6 +54,9 @@ struct PolicyConfig {
 
   bool Enabled(actions::ActionClass c) const { return enable.count(c) > 0; }
 };
+
+// The platform names `platform` accepts.
+inline constexpr const char* kPlatforms[] = {"slurm", "kubernetes", "none"};
 
 // kInvalidArgument naming `policy.<key>` for a value out of range.
 Status ValidatePolicyConfig(const PolicyConfig& config);

@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <map>
@@ -35,6 +36,8 @@ std::string ReasonFor(int code) {
       return "MethodNotAllowed";
     case 409:
       return "Conflict";
+    case 410:
+      return "Expired";
     case 415:
       return "UnsupportedMediaType";
     case 422:
@@ -140,6 +143,7 @@ struct FakeKubeApi::Impl {
   int conflicts = 0;
   int64_t resource_version = 100;
   int uid = 0;
+  std::string bad_continue;  // when set, node lists hand out this continue token forever
 
   std::string NextVersion() { return std::to_string(++resource_version); }
 
@@ -157,6 +161,7 @@ struct FakeKubeApi::Impl {
   void NodeGet(const httplib::Request& req, httplib::Response& res, const std::string& name);
   void NodePatch(const httplib::Request& req, httplib::Response& res, const std::string& name, bool status);
   void PodList(const httplib::Request& req, httplib::Response& res);
+  void NodeList(const httplib::Request& req, httplib::Response& res);
   void EventPost(const httplib::Request& req, httplib::Response& res, const std::string& ns);
   void Eviction(const httplib::Request& req, httplib::Response& res, const std::string& ns, const std::string& name);
   bool ValidNode(const Json& node, std::string& why) const;
@@ -191,6 +196,10 @@ void FakeKubeApi::Impl::Route(const httplib::Request& req, httplib::Response& re
   if (std::regex_match(p, m, node_re)) {
     if (method == "PATCH") return NodePatch(req, res, m[1], false);
     if (method == "GET") return NodeGet(req, res, m[1]);
+    return wrong_method();
+  }
+  if (p == "/api/v1/nodes") {
+    if (method == "GET") return NodeList(req, res);
     return wrong_method();
   }
   if (p == "/api/v1/pods") {
@@ -398,6 +407,42 @@ void FakeKubeApi::Impl::PodList(const httplib::Request& req, httplib::Response& 
             {"items", items}});
 }
 
+// GET /api/v1/nodes: a NodeList, paged like the API server: `limit` items, then an opaque
+// `continue` token naming where the next page starts (checked: a token the fake did not
+// hand out is a 410-like error, as with an expired one).
+void FakeKubeApi::Impl::NodeList(const httplib::Request& req, httplib::Response& res) {
+  size_t limit = nodes.size() + 1;
+  if (req.has_param("limit")) {
+    const std::string v = req.get_param_value("limit");
+    if (v.empty() || v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos) {
+      return Refuse(req, res, 400, "limit: must be a whole number");
+    }
+    limit = std::max<size_t>(1, std::stoul(v));
+  }
+  size_t start = 0;
+  if (req.has_param("continue")) {
+    const std::string token = req.get_param_value("continue");
+    if (token.rfind("page-", 0) != 0 || token.size() > 14 ||
+        token.find_first_not_of("0123456789", 5) != std::string::npos) {
+      return Refuse(req, res, 410, "the provided continue parameter is too old or invalid");
+    }
+    start = std::stoul(token.substr(5));
+  }
+  Json items = Json::array();
+  size_t i = 0;
+  for (const auto& [name, node] : nodes) {
+    if (i >= start && items.size() < limit) items.push_back(node);
+    ++i;
+  }
+  Json meta{{"resourceVersion", NextVersion()}};
+  if (!bad_continue.empty()) {
+    meta["continue"] = bad_continue;
+  } else if (start + items.size() < nodes.size()) {
+    meta["continue"] = "page-" + std::to_string(start + items.size());
+  }
+  Send(res, 200, Json{{"kind", "NodeList"}, {"apiVersion", "v1"}, {"metadata", meta}, {"items", items}});
+}
+
 void FakeKubeApi::Impl::EventPost(const httplib::Request& req, httplib::Response& res, const std::string& ns) {
   if (MediaType(req) != "application/json") return Refuse(req, res, 415, "events take application/json");
   const Json ev = Json::parse(req.body, nullptr, false);
@@ -484,7 +529,8 @@ FakeKubeApi::~FakeKubeApi() {
   if (impl_->thread.joinable()) impl_->thread.join();
 }
 
-std::unique_ptr<FakeKubeApi> FakeKubeApi::Start(bool tls, const std::string& token, const std::string& cert_dir) {
+std::unique_ptr<FakeKubeApi> FakeKubeApi::Start(bool tls, const std::string& token, const std::string& cert_dir,
+                                                const std::string& client_ca_file) {
   auto impl = std::make_unique<Impl>();
   impl->tls = tls;
   impl->token = token;
@@ -492,7 +538,11 @@ std::unique_ptr<FakeKubeApi> FakeKubeApi::Start(bool tls, const std::string& tok
     auto paths = sim::GenerateSelfSignedCert(cert_dir);
     if (!paths.ok()) return nullptr;
     impl->cert_path = paths->cert_path;
-    impl->server = std::make_unique<httplib::SSLServer>(paths->cert_path.c_str(), paths->key_path.c_str());
+    // With a client CA, a client without a certificate it signed fails the handshake.
+    impl->server = client_ca_file.empty()
+                       ? std::make_unique<httplib::SSLServer>(paths->cert_path.c_str(), paths->key_path.c_str())
+                       : std::make_unique<httplib::SSLServer>(paths->cert_path.c_str(), paths->key_path.c_str(),
+                                                              client_ca_file.c_str());
   } else {
     impl->server = std::make_unique<httplib::Server>();
   }
@@ -570,6 +620,10 @@ void FakeKubeApi::FailNext(int count, int status, const std::string& path_part) 
   impl_->fail_path = path_part;
   impl_->fail_count = count;
   impl_->fail_status = status;
+}
+void FakeKubeApi::SetNodeListContinue(const std::string& token) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->bad_continue = token;
 }
 void FakeKubeApi::SetDelayMs(int ms) {
   std::lock_guard<std::mutex> lock(impl_->mu);

@@ -4,6 +4,8 @@
 // request against the API's rules the actuator relies on:
 //  - bearer token (401 otherwise);
 //  - method and path (404 unknown path or object, 405 wrong method);
+//  - node lists (GET /api/v1/nodes) paged by `limit` with `continue` tokens (410 for one it
+//    did not hand out);
 //  - content type: PATCH takes merge-patch+json or strategic-merge-patch+json (415
 //    otherwise; json-patch is not implemented by the fake and also answers 415), POST
 //    application/json (415);
@@ -53,8 +55,10 @@ struct PodSpec {
 
 class FakeKubeApi {
  public:
-  // `cert_dir` must exist when tls is on; the certificate and key are written there.
-  static std::unique_ptr<FakeKubeApi> Start(bool tls, const std::string& token, const std::string& cert_dir);
+  // `cert_dir` must exist when tls is on; the certificate and key are written there. With
+  // `client_ca_file`, the TLS handshake requires a client certificate signed by it.
+  static std::unique_ptr<FakeKubeApi> Start(bool tls, const std::string& token, const std::string& cert_dir,
+                                            const std::string& client_ca_file = "");
   ~FakeKubeApi();
 
   std::string url() const;      // https://127.0.0.1:PORT
@@ -71,6 +75,9 @@ class FakeKubeApi {
   // The next `count` requests (whose path contains `path_part`, when given) answer `status`
   // with a Status body.
   void FailNext(int count, int status, const std::string& path_part = "");
+  // Node lists answer with this continue token on every page ("" = honest paging): a
+  // hostile or broken server.
+  void SetNodeListContinue(const std::string& token);
   // Every answer waits this long first (to exercise client timeouts).
   void SetDelayMs(int ms);
   // The next `count` resourceVersion-guarded node PATCHes find the node changed (409).

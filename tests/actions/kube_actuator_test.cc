@@ -3,6 +3,7 @@
 // and body, and its outcomes are read back from the fake's state.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -12,6 +13,7 @@
 #include "actions/kubernetes_http.h"
 #include "core/time.h"
 #include "fake_kube_api.h"
+#include "sources/redfish/curl_http_client.h"
 
 namespace faultline::actions {
 namespace {
@@ -422,6 +424,69 @@ TEST_F(KubeActuatorTest, PlainHttpNeedsTheExplicitSwitch) {
   auto k = Make();
   ASSERT_TRUE(k->Cordon("n1").ok());
   EXPECT_EQ(plain->Node("n1")["spec"]["unschedulable"], true);
+}
+
+// Mutual TLS: a kubeconfig's client certificate (data or files) is presented when the API
+// server asks for one; without it the handshake fails before any request is made.
+TEST_F(KubeActuatorTest, ClientCertificateIsPresentedWhenTheServerAsksForOne) {
+  const fs::path key = dir_ / "client.key";
+  const fs::path crt = dir_ / "client.crt";
+  const std::string cmd = "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout '" +
+                          key.string() + "' -out '" + crt.string() +
+                          "' -days 1 -subj /CN=faultline-test -addext basicConstraints=critical,CA:TRUE "
+                          "-addext keyUsage=critical,digitalSignature,keyCertSign "
+                          "-addext extendedKeyUsage=clientAuth >/dev/null 2>&1";
+  if (std::system(cmd.c_str()) != 0) GTEST_SKIP() << "openssl cannot make a test client certificate here";
+  fs::create_directories(dir_ / "mtls");
+  auto mtls = FakeKubeApi::Start(true, kToken, (dir_ / "mtls").string(), crt.string());
+  ASSERT_NE(mtls, nullptr);
+  mtls->AddNode("n1");
+  config_.server = mtls->url();
+  config_.ca_file = mtls->ca_file();
+  auto without = Make();
+  auto refused = without->Cordon("n1");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable);
+  EXPECT_TRUE(mtls->Requests().empty());
+
+  config_.client_cert_pem = Slurp(crt.string());
+  config_.client_key_pem = Slurp(key.string());
+  auto with_data = Make();
+  ASSERT_TRUE(with_data->Cordon("n1").ok());
+  EXPECT_EQ(mtls->Node("n1")["spec"]["unschedulable"], true);
+
+  config_.client_cert_pem.clear();
+  config_.client_key_pem.clear();
+  config_.client_cert_file = crt.string();
+  config_.client_key_file = key.string();
+  auto with_files = Make();
+  ASSERT_TRUE(with_files->Uncordon("n1").ok());
+  EXPECT_EQ(mtls->Node("n1")["spec"]["unschedulable"], false);
+  for (const std::string& m : {refused.status().message(), config_.ToString()}) {
+    EXPECT_EQ(m.find("PRIVATE KEY"), std::string::npos) << m;
+  }
+}
+
+// The shared client's https-only switch (what an https kubeconfig server gets): an http://
+// URL is not sent at all, so a token can never cross in clear text.
+TEST_F(KubeActuatorTest, HttpsOnlyTransportSendsNothingInClearText) {
+  auto plain = FakeKubeApi::Start(false, kToken, "");
+  ASSERT_NE(plain, nullptr);
+  redfish::CurlOptions https_only;
+  https_only.https_only = true;
+  redfish::CurlHttpClient client(https_only);
+  redfish::HttpRequest request;
+  request.url = plain->url() + "/api/v1/nodes";
+  request.headers = {{"Authorization", std::string("Bearer ") + kToken}};
+  auto r = client.Send(request);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(r.status().message().find(kToken), std::string::npos);
+  EXPECT_TRUE(plain->Requests().empty());
+  redfish::CurlHttpClient both(redfish::CurlOptions{});
+  auto sent = both.Send(request);
+  ASSERT_TRUE(sent.ok()) << sent.status().ToString();
+  EXPECT_EQ(sent->status, 200);
 }
 
 TEST_F(KubeActuatorTest, InvalidNamesAreRefusedBeforeAnyRequest) {

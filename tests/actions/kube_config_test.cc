@@ -109,7 +109,7 @@ TEST(KubeConfigTest, InsecureSkipVerifyIsHonouredOnlyWhenSaid) {
 }
 
 TEST(KubeConfigTest, UnsupportedAuthIsRefusedByName) {
-  for (const std::string key : {"client-certificate-data", "exec", "auth-provider", "password"}) {
+  for (const std::string key : {"exec", "auth-provider", "password", "username"}) {
     auto config = ParseKubeconfig(Kubeconfig("", std::string("    token: ") + kToken + "\n    " + key + ": {}\n"), "");
     ASSERT_FALSE(config.ok()) << key;
     EXPECT_EQ(config.status().code(), StatusCode::kInvalidArgument);
@@ -130,7 +130,7 @@ TEST(KubeConfigTest, BadConfigsGiveErrorsNamingTheProblem) {
       {"just a string", "not a map"},
       {Kubeconfig("", "    token: t\n", ""), "no current-context"},
       {Kubeconfig("", "    token: t\n", "ctx-missing"), "no entry named 'ctx-missing'"},
-      {Kubeconfig("", "    {}\n"), "neither token nor tokenFile"},
+      {Kubeconfig("", "    {}\n"), "neither token, tokenFile nor a client certificate"},
       {Kubeconfig("    certificate-authority-data: '@@@'\n", "    token: t\n"), "not valid base64"},
       {Kubeconfig("", "    token: [a, b]\n"), "token must be a string"},
       {"current-context: c\ncontexts:\n- name: c\n  context: {cluster: x, user: y}\n", "no clusters list"},
@@ -227,6 +227,78 @@ TEST(KubeConfigTest, ValidationRefusesPlainHttpUnlessAllowed) {
   c.server = "https://x";
   c.token.clear();
   EXPECT_NE(ValidateKubeConfig(c, false).message().find("no bearer token"), std::string::npos);
+}
+
+// Standard base64, written here so the client-certificate tests build their own data.
+std::string Base64(const std::string& in) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  for (size_t i = 0; i < in.size(); i += 3) {
+    uint32_t v = static_cast<unsigned char>(in[i]) << 16;
+    if (i + 1 < in.size()) v |= static_cast<unsigned char>(in[i + 1]) << 8;
+    if (i + 2 < in.size()) v |= static_cast<unsigned char>(in[i + 2]);
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += i + 1 < in.size() ? kAlphabet[(v >> 6) & 63] : '=';
+    out += i + 2 < in.size() ? kAlphabet[v & 63] : '=';
+  }
+  return out;
+}
+
+TEST(KubeConfigTest, ClientCertificatesFromDataOrFilesWithOrWithoutAToken) {
+  const std::string cert = "-----BEGIN CERTIFICATE-----\nMIIBclient\n-----END CERTIFICATE-----\n";
+  const std::string key = "-----BEGIN PRIVATE KEY-----\nMIIEsecretkeybytes\n-----END PRIVATE KEY-----\n";
+  auto inline_data = ParseKubeconfig(
+      Kubeconfig("", "    client-certificate-data: " + Base64(cert) + "\n    client-key-data: " + Base64(key) + "\n"),
+      "");
+  ASSERT_TRUE(inline_data.ok()) << inline_data.status().ToString();
+  EXPECT_FALSE(inline_data->HasToken());
+  EXPECT_TRUE(inline_data->HasClientCert());
+  auto pair = inline_data->ClientCertificate();
+  ASSERT_TRUE(pair.ok());
+  EXPECT_EQ(pair->cert, cert);
+  EXPECT_EQ(pair->key, key);
+  EXPECT_TRUE(ValidateKubeConfig(*inline_data, false).ok());
+  EXPECT_NE(inline_data->ToString().find("client certificate"), std::string::npos);
+  EXPECT_EQ(inline_data->ToString().find("secretkeybytes"), std::string::npos);
+
+  // Files, relative to the kubeconfig, read at use (a rotation is picked up), with a token too.
+  const fs::path dir = TempDir("client_cert");
+  Write(dir / "client.crt", cert);
+  Write(dir / "client.key", key);
+  Write(dir / "kubeconfig", Kubeconfig("", std::string("    token: ") + kToken +
+                                               "\n    client-certificate: client.crt\n    client-key: client.key\n"));
+  auto files = LoadKubeconfig((dir / "kubeconfig").string());
+  ASSERT_TRUE(files.ok()) << files.status().ToString();
+  EXPECT_EQ(files->client_cert_file, (dir / "client.crt").string());
+  EXPECT_TRUE(files->HasToken());
+  Write(dir / "client.crt", cert + "rotated");
+  EXPECT_EQ(files->ClientCertificate()->cert, cert + "rotated");
+  fs::remove(dir / "client.key");
+  auto gone = files->ClientCertificate();
+  ASSERT_FALSE(gone.ok());
+  EXPECT_NE(gone.status().message().find("client key"), std::string::npos);
+}
+
+TEST(KubeConfigTest, HalfOrDoubledClientCertificatesAreRefusedWithoutEchoingTheKey) {
+  const std::string key_b64 = Base64("-----BEGIN PRIVATE KEY-----\nTOPSECRET\n-----END PRIVATE KEY-----\n");
+  const std::pair<std::string, std::string> cases[] = {
+      {"    client-certificate: c.crt\n", "certificate without its key"},
+      {"    client-key-data: " + key_b64 + "\n", "key without its certificate"},
+      {"    client-certificate: c.crt\n    client-certificate-data: " + Base64("x") + "\n    client-key: k\n",
+       "sets both client-certificate and client-certificate-data"},
+      {"    client-certificate: c.crt\n    client-key-data: '%%" + key_b64 + "'\n",
+       "client-key-data is not valid base64"},
+      {"    client-certificate: [a]\n    client-key: k\n", "client-certificate must be a string"},
+  };
+  for (const auto& [user, want] : cases) {
+    auto config = ParseKubeconfig(Kubeconfig("", user), "");
+    ASSERT_FALSE(config.ok()) << user;
+    EXPECT_EQ(config.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(config.status().message().find(want), std::string::npos) << config.status().message();
+    EXPECT_EQ(config.status().message().find(key_b64), std::string::npos);
+    EXPECT_EQ(config.status().message().find("TOPSECRET"), std::string::npos);
+  }
 }
 
 TEST(KubeConfigTest, Base64DecodesAndRejectsGarbage) {

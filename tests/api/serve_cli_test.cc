@@ -11,14 +11,11 @@
 #include <thread>
 
 #include "api_fixture.h"
+#include "faultline_process.h"
 
 namespace faultline::api_test {
 namespace {
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 std::string RunFaultline(const std::string& args, int* exit_code = nullptr) {
   FILE* p = popen((std::string(FAULTLINE_BINARY_DIR) + "/faultline " + args + " 2>&1").c_str(), "r");
@@ -31,51 +28,12 @@ std::string RunFaultline(const std::string& args, int* exit_code = nullptr) {
   return out;
 }
 
-// A running `faultline serve`; its port read from its log line.
-class ServeProcess {
- public:
-  ServeProcess(const std::string& store, const std::string& log, std::vector<std::string> extra = {}) : log_(log) {
-    pid_ = fork();
-    if (pid_ == 0) {
-      const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      dup2(fd, 2);
-      dup2(fd, 1);
-      std::vector<std::string> args{
-          std::string(FAULTLINE_BINARY_DIR) + "/faultline", "serve", "--store", store, "--listen", "127.0.0.1:0"};
-      args.insert(args.end(), extra.begin(), extra.end());
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    const std::regex port_re(R"(\(port (\d+)\))");
-    for (int i = 0; i < 3000 && port_ == 0; ++i) {
-      std::smatch m;
-      const std::string text = Slurp(log_);
-      if (std::regex_search(text, m, port_re)) port_ = std::stoi(m[1]);
-      if (port_ == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-  }
-  ~ServeProcess() {
-    if (pid_ > 0 && !stopped_) Stop();
-  }
-  int Stop() {
-    kill(pid_, SIGTERM);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    stopped_ = true;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-  int port() const { return port_; }
-  std::string Log() const { return Slurp(log_); }
-
- private:
-  std::string log_;
-  pid_t pid_ = -1;
-  int port_ = 0;
-  bool stopped_ = false;
-};
+// A running `faultline serve` over `store` on a free loopback port.
+FaultlineProcess ServeProcess(const std::string& store, const std::string& log, std::vector<std::string> extra = {}) {
+  std::vector<std::string> args{"serve", "--store", store, "--listen", "127.0.0.1:0"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return FaultlineProcess(std::move(args), log);
+}
 
 TEST(ApiServeCli, ServesAStoredIncidentLikeTheCli) {
   TempDir dir;
@@ -85,7 +43,7 @@ TEST(ApiServeCli, ServesAStoredIncidentLikeTheCli) {
     ASSERT_TRUE(store.ok());
     FillIncident(**store);
   }
-  ServeProcess serve(path, dir.File("serve.log"), {"--verbose"});
+  FaultlineProcess serve = ServeProcess(path, dir.File("serve.log"), {"--verbose"});
   ASSERT_GT(serve.port(), 0) << serve.Log();
   httplib::Client client("127.0.0.1", serve.port());
   auto why = client.Get("/api/v1/why-slow?since=2025-11-29T09:59:00Z");
@@ -114,7 +72,7 @@ TEST(ApiServeCli, ServesTheStoreAnAgentIsWriting) {
   auto writer = Store::Open(path);
   ASSERT_TRUE(writer.ok());
   FillIncident(**writer);
-  ServeProcess serve(path, dir.File("serve.log"));
+  FaultlineProcess serve = ServeProcess(path, dir.File("serve.log"));
   ASSERT_GT(serve.port(), 0) << serve.Log();
   httplib::Client client("127.0.0.1", serve.port());
   const int64_t before = Json::parse(client.Get("/api/v1/node")->body)["store"]["observations"];

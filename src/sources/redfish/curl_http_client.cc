@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 #include <memory>
+#include <mutex>
+#include <vector>
 
 namespace faultline::redfish {
 namespace {
@@ -79,6 +81,31 @@ Status CurlError(CURLcode rc, const Transfer& t) {
   }
 }
 
+// libcurl copies a blob (CURL_BLOB_COPY) before setopt returns.
+void SetBlob(CURL* h, CURLoption option, const std::string& data) {
+  curl_blob blob{const_cast<char*>(data.data()), data.size(), CURL_BLOB_COPY};
+  curl_easy_setopt(h, option, &blob);
+}
+
+// Trust (verification, CA data or file) and the client's own certificate, if any.
+void ConfigureTls(CURL* h, const CurlOptions& options) {
+  curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, options.insecure ? 0L : 1L);
+  curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, options.insecure ? 0L : 2L);
+  if (!options.ca_pem.empty()) {
+    SetBlob(h, CURLOPT_CAINFO_BLOB, options.ca_pem);
+  } else if (!options.ca_file.empty()) {
+    curl_easy_setopt(h, CURLOPT_CAINFO, options.ca_file.c_str());
+  }
+  if (!options.client_cert_pem.empty()) {
+    SetBlob(h, CURLOPT_SSLCERT_BLOB, options.client_cert_pem);
+    curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
+  }
+  if (!options.client_key_pem.empty()) {
+    SetBlob(h, CURLOPT_SSLKEY_BLOB, options.client_key_pem);
+    curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
+  }
+}
+
 // Everything Send and Stream share: URL, headers, TLS policy, timeouts, callbacks.
 void Configure(CURL* h, const HttpRequest& request, const CurlOptions& options, curl_slist* headers, Transfer& t) {
   curl_easy_setopt(h, CURLOPT_URL, request.url.c_str());
@@ -87,10 +114,8 @@ void Configure(CURL* h, const HttpRequest& request, const CurlOptions& options, 
   const int64_t timeout_ms = std::max<int64_t>(1, request.timeout_ms);
   curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_ms));
   curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(std::min(options.connect_timeout_ms, timeout_ms)));
-  curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, options.insecure ? 0L : 1L);
-  curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, options.insecure ? 0L : 2L);
-  if (!options.ca_file.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, options.ca_file.c_str());
-  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+  ConfigureTls(h, options);
+  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, options.https_only ? "https" : "http,https");
   curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, OnBody);
   curl_easy_setopt(h, CURLOPT_WRITEDATA, &t);
@@ -112,13 +137,52 @@ ListPtr HeaderList(const HttpRequest& request) {
 
 }  // namespace
 
-CurlHttpClient::CurlHttpClient(CurlOptions options) : options_(std::move(options)) {}
+// Idle easy handles with the connections and TLS sessions they keep. A handle serves one
+// request at a time; it comes back reset (no pointer into a finished request's headers,
+// body or buffers stays set, and the next request sets every option again), and only
+// after a transfer that completed: a failed one closes its handle, so a BMC that broke a
+// connection gets fresh ones. At most kMaxIdle wait (the client's own parallelism).
+class CurlHttpClient::HandlePool {
+ public:
+  static constexpr size_t kMaxIdle = 4;
+  HandlePool() = default;
+  HandlePool(const HandlePool&) = delete;
+  HandlePool& operator=(const HandlePool&) = delete;
+  ~HandlePool() {
+    for (CURL* h : idle_) curl_easy_cleanup(h);
+  }
+  EasyPtr Take() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!idle_.empty()) {
+        CURL* h = idle_.back();
+        idle_.pop_back();
+        return EasyPtr(h, curl_easy_cleanup);
+      }
+    }
+    return EasyPtr(curl_easy_init(), curl_easy_cleanup);
+  }
+  void Give(EasyPtr easy) {
+    curl_easy_reset(easy.get());  // keeps live connections and the TLS session cache
+    std::lock_guard<std::mutex> lock(mu_);
+    if (idle_.size() < kMaxIdle) idle_.push_back(easy.release());
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<CURL*> idle_;
+};
+
+CurlHttpClient::CurlHttpClient(CurlOptions options)
+    : options_(std::move(options)), pool_(std::make_unique<HandlePool>()) {}
+
+CurlHttpClient::~CurlHttpClient() = default;
 
 Result<HttpResponse> CurlHttpClient::Send(const HttpRequest& request) {
   Transfer t;
   t.max_body = options_.max_body_bytes;
   t.cancel = request.cancel;
-  EasyPtr easy(curl_easy_init(), curl_easy_cleanup);
+  EasyPtr easy = pool_->Take();
   if (!easy) return Status(StatusCode::kInternal, "curl_easy_init failed");
   CURL* h = easy.get();
   ListPtr headers = HeaderList(request);
@@ -132,6 +196,7 @@ Result<HttpResponse> CurlHttpClient::Send(const HttpRequest& request) {
   if (rc != CURLE_OK) return CurlError(rc, t);
   long code = 0;
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+  pool_->Give(std::move(easy));
   t.response.status = static_cast<int>(code);
   return std::move(t.response);
 }

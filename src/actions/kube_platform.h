@@ -1,0 +1,52 @@
+// The Kubernetes actuator behind the one Actuator interface (actuator.h), and the breaker's
+// fleet view from the cluster's own node list (docs/remediation.md "Kubernetes").
+//
+// Contract:
+//  - Handles cordon and drain. Apply, on the decision's node (KubePlatformOptions::node when
+//    set, else Decision::target_node): a node someone else cordoned is left alone (OK, nothing
+//    done, exactly like the Slurm actuator with an operator's drain). Otherwise: cordon
+//    (spec.unschedulable with the annotations faultline.io/cordoned-by, -cordoned-at and
+//    faultline.io/decision = the decision key), an Event when this call made the cordon, the
+//    faultline.io/fault taint (value = the fault class), the layer's NodeCondition (True,
+//    reason = the fault class), and for drain the evictions (KubernetesActuator::Drain: PDBs
+//    respected, nothing forced). Every step is idempotent, so a retry after a failure redoes
+//    only what is missing. OK only when Observe then answers kInEffect.
+//  - Observe: unschedulable with our cordoned-by mark -> kInEffect (a drain also needs no
+//    evictable pod left on the node; while some remain it is kNotInEffect and Apply goes
+//    on evicting); unschedulable without our mark -> kOtherOwner; else kNotInEffect.
+//  - Read (FleetView): every node the API server lists; those unschedulable with a
+//    faultline.io/cordoned-by mark (any faultline identity: the breaker counts every
+//    deployment's cordons) with the time of faultline.io/cordoned-at (0 when absent).
+//  - Borrows the KubernetesActuator; never logs (the token stays inside it).
+#pragma once
+
+#include <string>
+
+#include "actions/actuator.h"
+#include "actions/kubernetes.h"
+
+namespace faultline::actions {
+
+struct KubePlatformOptions {
+  std::string node;  // the Kubernetes node name; "" = Decision::target_node
+};
+
+class KubernetesPlatform final : public Actuator, public FleetView {
+ public:
+  KubernetesPlatform(KubernetesActuator& kube, KubePlatformOptions options = {});
+
+  bool Handles(ActionClass c) const override;
+  Status Apply(const Decision& decision) override;
+  Result<Observed> Observe(const Decision& decision) override;
+  Result<FleetState> Read() override;
+
+  // The node a decision acts on.
+  std::string NodeFor(const Decision& decision) const;
+
+ private:
+  Status Mark(const std::string& node, const Decision& decision, bool cordoned_now);
+  KubernetesActuator& kube_;
+  KubePlatformOptions options_;
+};
+
+}  // namespace faultline::actions

@@ -1,0 +1,27 @@
+// The API over a running agent (`[server] listen` in the agent's config): the agent's own
+// store (read-write, so an operator's acknowledgement is stored), its clock for "now", and
+// its live state where a stored run can only guess: per-source up/errors/last success and
+// the evaluation latency histogram.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "api/provider.h"
+#include "daemon/agent.h"
+
+namespace faultline::api {
+
+class AgentProvider final : public StoreProvider {
+ public:
+  // `agent` and `clock` must outlive the provider.
+  AgentProvider(daemon::Agent& agent, const Clock& clock);
+
+  Result<std::vector<SourceHealth>> Sources(int64_t since_ns) override;
+  std::optional<daemon::LatencyHistogram> EvaluationLatency() override;
+
+ private:
+  daemon::Agent& agent_;
+};
+
+}  // namespace faultline::api

@@ -1,0 +1,162 @@
+// The API served by the agent itself ([server] listen, docs/api.md "In the agent"): the
+// agent's live source health and evaluation latency in /metrics and /api/v1/node,
+// acknowledgements stored in its store, [server] config errors naming the key, and the
+// real `faultline agent` binary serving on a free loopback port.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "api/agent_provider.h"
+#include "api_fixture.h"
+#include "daemon/agent.h"
+#include "daemon/config.h"
+#include "faultline_process.h"
+
+namespace faultline::api_test {
+namespace {
+
+constexpr char kFellOffBus[] =
+    "[  103.000001] NVRM: Xid (PCI:0000:b5:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n";
+
+void Write(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+}
+
+daemon::AgentConfig Config(const TempDir& dir) {
+  daemon::AgentConfig c;
+  c.agent.node = "node7";
+  c.agent.store_path = dir.File("store.db");
+  c.kmsg.path = dir.File("kern.log");
+  c.nvml.enabled = false;
+  c.sysfs.enabled = false;
+  return c;
+}
+
+class AgentServer : public ::testing::Test {
+ protected:
+  AgentServer() : clock_(kT0, 150 * kSec), logger_(log_, daemon::LogLevel::kDebug, clock_) {}
+  // An agent run once over `config`, served on 127.0.0.1:0 with token "t0k".
+  void Serve(const daemon::AgentConfig& config) {
+    auto agent = daemon::Agent::Create(config, clock_, logger_);
+    ASSERT_TRUE(agent.ok()) << agent.status().ToString();
+    agent_ = std::move(agent).value();
+    ASSERT_TRUE(agent_->RunOnce().ok());  // a source that fails is not an agent error
+    provider_ = std::make_unique<api::AgentProvider>(*agent_, clock_);
+    api::ServerOptions options;
+    options.listen = "127.0.0.1:0";
+    options.api.token = "t0k";
+    server_ = std::make_unique<api::Server>(*provider_, options, &logger_);
+    ASSERT_TRUE(server_->Start().ok());
+  }
+  void TearDown() override {
+    if (server_) server_->Stop();
+    if (agent_) (void)agent_->Stop();
+  }
+  std::string Get(const std::string& path) {
+    httplib::Client client("127.0.0.1", server_->port());
+    auto res = client.Get(path.c_str(), {{"Authorization", "Bearer t0k"}});
+    EXPECT_TRUE(res) << path;
+    if (!res) return "";
+    EXPECT_EQ(res->status, 200) << path << ": " << res->body;
+    return res->body;
+  }
+
+  TempDir dir_;
+  FakeClock clock_;
+  std::ostringstream log_;
+  daemon::Logger logger_;
+  std::unique_ptr<daemon::Agent> agent_;
+  std::unique_ptr<api::AgentProvider> provider_;
+  std::unique_ptr<api::Server> server_;
+};
+
+TEST_F(AgentServer, MetricsCarryLiveSourceHealthAndTheEvaluationLatencyHistogram) {
+  daemon::AgentConfig config = Config(dir_);
+  Write(config.kmsg.path, kFellOffBus);
+  Serve(config);
+  const std::string metrics = Get("/metrics");
+  EXPECT_NE(metrics.find("faultline_source_up{node=\"node7\",source=\"kmsg\"} 1"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("faultline_source_errors_total{node=\"node7\",source=\"kmsg\"} 0"), std::string::npos);
+  EXPECT_NE(metrics.find("# TYPE faultline_evaluation_duration_seconds histogram"), std::string::npos);
+  EXPECT_NE(metrics.find("faultline_evaluation_duration_seconds_bucket{node=\"node7\",le=\"+Inf\"} 1"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("faultline_evaluation_duration_seconds_count{node=\"node7\"} 1"), std::string::npos);
+  const std::string node = Get("/api/v1/node");
+  EXPECT_NE(node.find("gpu_fell_off_bus"), std::string::npos) << node;
+  EXPECT_NE(node.find("\"up\":true"), std::string::npos) << node;
+}
+
+TEST_F(AgentServer, AFailingSourceIsDownWithItsErrorsCounted) {
+  daemon::AgentConfig config = Config(dir_);
+  config.kmsg.path = dir_.File("no-such-dir/kern.log");
+  Serve(config);
+  const std::string metrics = Get("/metrics");
+  EXPECT_NE(metrics.find("faultline_source_up{node=\"node7\",source=\"kmsg\"} 0"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("faultline_source_errors_total{node=\"node7\",source=\"kmsg\"} 1"), std::string::npos)
+      << metrics;
+}
+
+TEST_F(AgentServer, AnAcknowledgementIsStoredInTheAgentsStore) {
+  daemon::AgentConfig config = Config(dir_);
+  Write(config.kmsg.path, kFellOffBus);
+  Serve(config);
+  auto active = agent_->store().LatestDiagnosis("node7");
+  ASSERT_TRUE(active.ok() && active->has_value());
+  httplib::Client client("127.0.0.1", server_->port());
+  auto res = client.Post(("/api/v1/diagnoses/" + std::to_string((*active)->id) + "/ack").c_str(),
+                         {{"Authorization", "Bearer t0k"}}, R"({"note":"on it"})", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 201) << res->body;
+  auto actions = agent_->store().ListActions(RecordQuery{.node = "node7"});
+  ASSERT_TRUE(actions.ok());
+  bool acked = false;
+  for (const auto& row : actions->rows) acked = acked || row.value.outcome == "acknowledged";
+  EXPECT_TRUE(acked);
+}
+
+TEST(AgentServerConfig, ServerKeysAreCheckedAndNamed) {
+  auto ok = daemon::ParseAgentConfig("[server]\nlisten = \"127.0.0.1:9465\"\n");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->server.listen, "127.0.0.1:9465");
+  auto open = daemon::ParseAgentConfig("[server]\nlisten = \"0.0.0.0:9465\"\n");
+  ASSERT_FALSE(open.ok());
+  EXPECT_NE(open.status().message().find("server.listen"), std::string::npos) << open.status().ToString();
+  auto bad = daemon::ParseAgentConfig("[server]\nlisten = \"no-port\"\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("server.listen"), std::string::npos);
+  auto half = daemon::ParseAgentConfig("[server]\nlisten = \"127.0.0.1:1\"\ncert_file = \"/x.pem\"\n");
+  ASSERT_FALSE(half.ok());
+  EXPECT_NE(half.status().message().find("server.cert_file"), std::string::npos);
+  auto unknown = daemon::ParseAgentConfig("[server]\nlisten = \"127.0.0.1:1\"\nport = 3\n");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("server.port"), std::string::npos) << unknown.status().ToString();
+}
+
+TEST(AgentServerProcess, TheAgentBinaryServesItsStoreOnAFreeLoopbackPort) {
+  TempDir dir;
+  Write(dir.File("kern.log"), kFellOffBus);
+  Write(dir.File("agent.toml"), "[agent]\nnode = \"node7\"\nstore_path = \"" + dir.File("store.db") +
+                                    "\"\nevaluate_interval = \"100ms\"\n[kmsg]\npath = \"" + dir.File("kern.log") +
+                                    "\"\ninterval = \"100ms\"\n[nvml]\nenabled = false\n[sysfs]\nenabled = false\n"
+                                    "[isolate]\nwindow = \"3650d\"\n[server]\nlisten = \"127.0.0.1:0\"\n");
+  FaultlineProcess agent({"agent", "--config", dir.File("agent.toml")}, dir.File("agent.log"));
+  ASSERT_GT(agent.port(), 0) << agent.Log();
+  httplib::Client client("127.0.0.1", agent.port());
+  std::string node;
+  for (int i = 0; i < 200 && node.find("gpu_fell_off_bus") == std::string::npos; ++i) {
+    auto res = client.Get("/api/v1/node");
+    if (res && res->status == 200) node = res->body;
+    if (node.find("gpu_fell_off_bus") == std::string::npos) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_NE(node.find("gpu_fell_off_bus"), std::string::npos) << node << agent.Log();
+  auto metrics = client.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find("faultline_source_up{node=\"node7\",source=\"kmsg\"} 1"), std::string::npos);
+  EXPECT_EQ(agent.Stop(), 0) << agent.Log();
+}
+
+}  // namespace
+}  // namespace faultline::api_test
