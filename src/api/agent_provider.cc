@@ -3,11 +3,16 @@
 #include <algorithm>
 #include <string>
 
+#include "actions/slurm.h"
+#include "policy/resolve.h"
+#include "sources/ipmi/command_runner.h"
+
 namespace faultline::api {
 
 AgentProvider::AgentProvider(daemon::Agent& agent, const Clock& clock)
     : StoreProvider(agent.store(), StoreProviderOptions{.node = agent.node(), .clock = &clock, .writable = true}),
-      agent_(agent) {}
+      agent_(agent),
+      clock_(clock) {}
 
 Result<std::vector<SourceHealth>> AgentProvider::Sources(int64_t /*since_ns*/) {
   std::vector<SourceHealth> out;
@@ -23,5 +28,25 @@ Result<std::vector<SourceHealth>> AgentProvider::Sources(int64_t /*since_ns*/) {
 }
 
 std::optional<daemon::LatencyHistogram> AgentProvider::EvaluationLatency() { return agent_.stats().evaluation_latency; }
+
+Result<Json> AgentProvider::Resolve(int64_t diagnosis_id, const std::string& fixed_by) {
+  const policy::PolicyConfig& policy = agent_.config().policy;
+  ipmi::ProcessRunner runner;
+  actions::SlurmActuator slurm(runner);
+  actions::SlurmActuator* resume = policy.platform == "slurm" ? &slurm : nullptr;
+  auto r = policy::ResolveIncident(agent_.store(), diagnosis_id, fixed_by, resume, policy.slurm_node, clock_.NowNs());
+  if (!r.ok()) return r.status();
+  agent_.RequestEvaluationNow();  // the policy sees the resolution at once
+  return Json{{"resolved", diagnosis_id},
+              {"already_resolved", r->already_resolved},
+              {"resumed", r->resumed},
+              {"target_node", r->target_node},
+              {"notes", r->notes}};
+}
+
+Status AgentProvider::Reevaluate() {
+  agent_.RequestEvaluationNow();
+  return Status::Ok();
+}
 
 }  // namespace faultline::api

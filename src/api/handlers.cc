@@ -107,6 +107,10 @@ static std::optional<ApiResponse> DashboardAsset(const ApiRequest& request) {
   return r;
 }
 
+namespace {
+constexpr size_t kMaxQuestionBytes = 1024;
+}  // namespace
+
 ApiResponse ApiHandler::Handle(const ApiRequest& request) {
   if (auto asset = DashboardAsset(request)) return *asset;
   if (!options_.token.empty() && !BearerTokenMatches(request.authorization, options_.token)) {
@@ -147,13 +151,23 @@ ApiResponse ApiHandler::Route(const ApiRequest& request, const QueryParams& para
   if (rest == "diagnoses") return only(get, "GET", [&] { return Diagnoses(params); });
   if (rest == "actions") return only(get, "GET", [&] { return Actions(params); });
   if (rest == "why-slow") return only(get, "GET", [&] { return WhySlow(params); });
+  if (rest == "ask") return only(request.method == "POST", "POST", [&] { return Ask(request, params); });
+  if (rest == "policy/evaluate") {
+    return only(request.method == "POST", "POST", [&] { return Reevaluate(request, params); });
+  }
   if (path.rfind(kDiagnosesPrefix, 0) == 0) {
     std::string_view tail = std::string_view(path).substr(kDiagnosesPrefix.size());
-    const bool ack = tail.size() > 4 && tail.substr(tail.size() - 4) == "/ack";
-    if (ack) tail.remove_suffix(4);
+    auto ends = [&tail](std::string_view suffix) {
+      if (tail.size() <= suffix.size() || tail.substr(tail.size() - suffix.size()) != suffix) return false;
+      tail.remove_suffix(suffix.size());
+      return true;
+    };
+    const bool ack = ends("/ack");
+    const bool resolve = !ack && ends("/resolve");
     auto id = ParseRowId(tail);
     if (!id) return Error(404, "no such diagnosis id (ids are positive integers from /api/v1/diagnoses)");
     if (ack) return only(request.method == "POST", "POST", [&] { return Acknowledge(*id, request, params); });
+    if (resolve) return only(request.method == "POST", "POST", [&] { return Resolve(*id, request, params); });
     return only(get, "GET", [&] { return DiagnosisById(*id, params); });
   }
   return Error(404, "no such route (see docs/api.md)");
@@ -353,6 +367,62 @@ ApiResponse ApiHandler::Acknowledge(int64_t id, const ApiRequest& request, const
     return Failed(row.status());
   }
   return JsonReply(Json{{"acknowledged", id}, {"action_id", *row}}, 201);
+}
+
+// Mutating: the token is required (configured and matched), like the acknowledgement.
+ApiResponse ApiHandler::Resolve(int64_t id, const ApiRequest& request, const QueryParams& params) {
+  if (options_.token.empty()) {
+    return Error(403, "mutating endpoints are disabled: start the server with a token file (--token-file)");
+  }
+  if (auto e = ExpectNoParams(params)) return Error(400, e->message, e->param);
+  if (request.body.size() > options_.max_body_bytes) return Error(413, "body too large");
+  if (JsonNestingDepth(request.body) > 8) return Error(400, "body nests too deeply", "body");
+  const Json body = Json::parse(request.body, nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/false);
+  auto it = body.is_object() ? body.find("fixed_by") : body.end();
+  if (body.is_discarded() || it == body.end() || !it->is_string() || it->get<std::string>().empty()) {
+    return Error(400, "body must be a JSON object with a non-empty string \"fixed_by\" (what was done)", "fixed_by");
+  }
+  auto done = provider_.Resolve(id, it->get<std::string>());
+  if (!done.ok()) {
+    if (done.status().code() == StatusCode::kNotFound) return Error(404, done.status().message());
+    if (done.status().code() == StatusCode::kPermissionDenied) return Error(501, done.status().message());
+    return Failed(done.status());
+  }
+  return JsonReply(*done);
+}
+
+ApiResponse ApiHandler::Reevaluate(const ApiRequest& request, const QueryParams& params) {
+  if (options_.token.empty()) {
+    return Error(403, "mutating endpoints are disabled: start the server with a token file (--token-file)");
+  }
+  if (auto e = ExpectNoParams(params)) return Error(400, e->message, e->param);
+  if (request.body.size() > options_.max_body_bytes) return Error(413, "body too large");
+  if (Status s = provider_.Reevaluate(); !s.ok()) {
+    if (s.code() == StatusCode::kPermissionDenied) return Error(501, s.message());
+    return Failed(s);
+  }
+  return JsonReply(Json{{"evaluation_requested", true}}, 202);
+}
+
+// A question is a read: open where GET routes are (no token configured, loopback), and
+// behind the token otherwise (Handle checked it). Bounded: the body, the question's size.
+ApiResponse ApiHandler::Ask(const ApiRequest& request, const QueryParams& params) {
+  if (auto e = ExpectNoParams(params)) return Error(400, e->message, e->param);
+  if (request.body.size() > options_.max_body_bytes) return Error(413, "body too large");
+  if (JsonNestingDepth(request.body) > 8) return Error(400, "body nests too deeply", "body");
+  const Json body = Json::parse(request.body, nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/false);
+  auto it = body.is_object() ? body.find("question") : body.end();
+  if (body.is_discarded() || it == body.end() || !it->is_string() || it->get<std::string>().empty()) {
+    return Error(400, "body must be a JSON object with a non-empty string \"question\"", "question");
+  }
+  const std::string question = it->get<std::string>();
+  if (question.size() > kMaxQuestionBytes) return Error(400, "question longer than 1024 bytes", "question");
+  auto answer = provider_.Ask(question);
+  if (!answer.ok()) {
+    if (answer.status().code() == StatusCode::kUnsupported) return Error(501, answer.status().message());
+    return Failed(answer.status());
+  }
+  return JsonReply(*answer);
 }
 
 }  // namespace faultline::api

@@ -72,6 +72,9 @@ class ApiHandler {
   ApiResponse WhySlow(const QueryParams& params);
   ApiResponse Metrics(const QueryParams& params);
   ApiResponse Acknowledge(int64_t id, const ApiRequest& request, const QueryParams& params);
+  ApiResponse Ask(const ApiRequest& request, const QueryParams& params);
+  ApiResponse Resolve(int64_t id, const ApiRequest& request, const QueryParams& params);
+  ApiResponse Reevaluate(const ApiRequest& request, const QueryParams& params);
 
   DataProvider& provider_;
   ApiOptions options_;

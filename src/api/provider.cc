@@ -1,5 +1,7 @@
 #include "api/provider.h"
 
+#include "assistant/ask.h"
+#include "assistant/tools.h"
 #include "store/store.h"
 
 namespace faultline::api {
@@ -124,6 +126,27 @@ Result<std::string> NewestNode(Store& store) {
   if (!dx.ok()) return dx.status();
   if (!dx->rows.empty()) return dx->rows.back().node;
   return Status(StatusCode::kNotFound, "the store holds no observations or diagnoses");
+}
+
+}  // namespace faultline::api
+
+namespace faultline::api {
+
+Result<Json> StoreProvider::Ask(const std::string& question) {
+  auto now = NowNs();
+  if (!now.ok()) return now.status();
+  assistant::ToolContext ctx;
+  ctx.store = &store_;
+  ctx.node = options_.node;
+  ctx.retriever = options_.retriever;
+  ctx.now_ns = *now;
+  ctx.why_slow = [this](int64_t since, int64_t until) -> Result<std::vector<Diagnosis>> {
+    auto a = WhySlow(since, until);
+    if (!a.ok()) return a.status();
+    return a->diagnoses;
+  };
+  assistant::Toolbox tools(ctx);
+  return assistant::AnswerJson(assistant::AskOffline(tools, {.question = question}));
 }
 
 }  // namespace faultline::api

@@ -13,7 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "assistant/retriever.h"
 #include "core/clock.h"
+#include "core/json.h"
 #include "core/status.h"
 #include "core/types.h"
 #include "daemon/latency_histogram.h"
@@ -63,6 +65,24 @@ class DataProvider {
   virtual Result<int64_t> Acknowledge(int64_t diagnosis_id, const std::string& note) = 0;
   // The live agent's evaluation latency; a stored run has none (nullopt).
   virtual std::optional<daemon::LatencyHistogram> EvaluationLatency() { return std::nullopt; }
+  // Closes an incident as `faultline resolve` does (the platform resumed only when faultline
+  // took the node out for it); returns the JSON of what was done. kPermissionDenied over
+  // read-only data, kNotFound for an unknown id.
+  virtual Result<Json> Resolve(int64_t diagnosis_id, const std::string& fixed_by) {
+    (void)diagnosis_id;
+    (void)fixed_by;
+    return Status(StatusCode::kPermissionDenied, "this server reads a store read-only; resolving needs the agent");
+  }
+  // Asks for an evaluation (detectors, isolator, policy) now. kPermissionDenied without an agent.
+  virtual Status Reevaluate() {
+    return Status(StatusCode::kPermissionDenied, "this server reads a store read-only; re-evaluating needs the agent");
+  }
+  // The assistant's offline answer to a question about this node (assistant/ask.h
+  // AnswerJson). Writes nothing. kUnsupported where the provider cannot answer.
+  virtual Result<Json> Ask(const std::string& question) {
+    (void)question;
+    return Status(StatusCode::kUnsupported, "this server does not answer questions");
+  }
 };
 
 struct StoreProviderOptions {
@@ -70,6 +90,8 @@ struct StoreProviderOptions {
   const Clock* clock = nullptr;         // null: "now" is the newest stored observation
   bool writable = false;                // Acknowledge writes (the store must be open read-write)
   size_t max_diagnosis_scan = 100'000;  // rows read to find a diagnosis by id
+  // The knowledge base for POST /api/v1/ask (null: answers without runbook sections). Borrowed.
+  const assistant::Retriever* retriever = nullptr;
 };
 
 // Over a Store (read-only in `faultline serve`). The store must outlive the provider.
@@ -89,6 +111,7 @@ class StoreProvider : public DataProvider {
   Result<std::vector<SourceHealth>> Sources(int64_t since_ns) override;
   Result<StoreStats> StoreStatistics() override;
   Result<int64_t> Acknowledge(int64_t diagnosis_id, const std::string& note) override;
+  Result<Json> Ask(const std::string& question) override;
 
  protected:
   Store& store() { return store_; }

@@ -546,7 +546,11 @@ Result<int64_t> StoreTranscript(Store& store, const std::string& node, const Ask
     transcript = Dump(cut);
   }
   r.attrs["transcript"] = transcript;
-  r.attrs["proposals"] = Dump(AnswerJson(answer)["proposals"]);
+  const Json answer_json = AnswerJson(answer);
+  r.attrs["proposals"] = Dump(answer_json["proposals"]);
+  // The whole answer (evidence ids, runbook sections) for the API, dashboard and bundles;
+  // an offline answer has no transcript, so this is where its citations live.
+  if (std::string whole = Dump(answer_json); whole.size() <= max_bytes) r.attrs["answer"] = std::move(whole);
   return store.PutAction(r);
 }
 

@@ -87,7 +87,8 @@ Json AnswerJson(const AskAnswer& answer);
 
 // Stores the answer and its transcript with the incident as a row of the actions table
 // (action "none", dry_run, outcome "assistant: <stop reason>", attrs kind=assistant_transcript,
-// question, model, transcript (JSON, cut to max_bytes), proposals). The policy's ledger
+// question, model, transcript (JSON, cut to max_bytes), proposals, answer (AnswerJson, when
+// it fits max_bytes)). The policy's ledger
 // ignores it (no "state" attr). Returns the row id.
 Result<int64_t> StoreTranscript(Store& store, const std::string& node, const AskRequest& request,
                                 const AskAnswer& answer, int64_t now_ns, size_t max_bytes = 256 * 1024);

@@ -74,6 +74,11 @@ void AddSimDelegates(CliApp& app) {
   AddForwarder(app, app.bench, {"bench", "redfish-sweep"}, "Time Redfish sweeps of a mockup served by the mock BMC");
   AddForwarder(app, app.bench, {"bench", "agent-rest"},
                "The agent's idle cost and fault-to-diagnosis latency against a simulated healthy node");
+  AddForwarder(app, app.bench, {"bench", "remediation"},
+               "The remediation policy over the scenarios against a simulated cluster: time to the correct "
+               "action, wrong or duplicate actions, a fault storm against the breaker");
+  AddForwarder(app, app.bench, {"bench", "agent"},
+               "Score the assistant's answer to \"why is this node slow, and what failed?\" over the scenarios");
 }
 
 }  // namespace faultline::cli

@@ -63,6 +63,9 @@ Result<std::unique_ptr<Agent>> Agent::Finish(std::unique_ptr<Agent> agent) {
   auto remediation = Remediation::Create(agent->config_.policy, *agent->store_, agent->node_, agent->logger_);
   if (!remediation.ok()) return remediation.status();
   agent->remediation_ = std::move(remediation).value();
+  AssistantSection notes = agent->config_.assistant;
+  if (notes.index_dir.empty()) notes.index_dir = agent->config_.agent.store_path + ".kb-index";
+  agent->notes_ = std::make_unique<IncidentNotes>(notes, *agent->store_, agent->node_, agent->logger_);
   if (Status s = agent->pipeline_->WarmStart(agent->clock_.NowNs()); !s.ok()) return s;
   return agent;
 }
@@ -136,7 +139,13 @@ void Agent::PollOne(SourceState& s) {
 bool Agent::StoreBatch(SourceState& s, SourceBatch& batch) {
   size_t critical = 0;
   auto stats = pipeline_->TryIngest(s.source->layer(), batch, &critical);
-  if (stats.ok() && critical > 0) RequestEvaluation();
+  if (stats.ok() && critical > 0) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.critical_batches;
+    }
+    RequestEvaluation();
+  }
   std::lock_guard<std::mutex> lock(mu_);
   if (!stats.ok()) {
     ++stats_.store_failures;
@@ -161,7 +170,6 @@ bool Agent::StoreBatch(SourceState& s, SourceBatch& batch) {
 void Agent::RequestEvaluation() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    ++stats_.critical_batches;
     if (evaluation_requested_) return;  // one is pending already: it will see this batch too
     evaluation_requested_ = true;
   }
@@ -186,6 +194,7 @@ Status Agent::EvaluateNow() {
   // Its rows are committed: the policy may act on the new diagnosis (never fatal).
   // (No remediation when Create failed before building it: the destructor's Stop runs this.)
   if (result.ok() && remediation_) remediation_->AfterEvaluation(*result, node_, clock_.NowNs());
+  if (result.ok() && notes_) notes_->AfterEvaluation(*result, clock_.NowNs());
   std::lock_guard<std::mutex> lock(mu_);
   ++stats_.evaluations;
   stats_.evaluation_latency.Observe(took);
@@ -193,6 +202,7 @@ Status Agent::EvaluateNow() {
     stats_.policy_decisions = remediation_->stats().decisions_stored;
     stats_.policy_errors = remediation_->stats().errors;
   }
+  if (notes_) stats_.incident_notes = notes_->notes_written();
   if (!result.ok()) {
     logger_.Error("evaluate: " + result.status().ToString());
     return result.status();

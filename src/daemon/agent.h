@@ -41,6 +41,7 @@
 #include "daemon/latency_histogram.h"
 #include "daemon/log.h"
 #include "daemon/pipeline.h"
+#include "daemon/incident_notes.h"
 #include "daemon/remediation.h"
 #include "daemon/warning_log.h"
 #include "daemon/source.h"
@@ -65,6 +66,7 @@ struct AgentStats {
   uint64_t retention_runs = 0;
   uint64_t policy_decisions = 0;  // remediation decision rows stored (daemon/remediation.h)
   uint64_t policy_errors = 0;
+  uint64_t incident_notes = 0;  // assistant notes stored (daemon/incident_notes.h)
   LatencyHistogram evaluation_latency;  // one Pipeline::Evaluate, monotonic clock
 };
 
@@ -130,6 +132,11 @@ class Agent {
   // may be null. Before Start() / the first RunOnce or RunDue.
   void UseActuators(std::vector<actions::Actuator*> actuators, actions::FleetView* fleet);
 
+  // Asks the evaluator thread for an evaluation now (an operator's re-evaluate, a resolve);
+  // coalesced like a critical observation's. Only while Start()ed.
+  void RequestEvaluationNow() { RequestEvaluation(); }
+  const AgentConfig& config() const { return config_; }
+
   AgentStats stats() const;
   std::vector<SourceStatus> SourceStatuses() const;
   std::vector<Diagnosis> LastDiagnoses() const;
@@ -169,6 +176,7 @@ class Agent {
   std::unique_ptr<Store> store_;
   std::unique_ptr<Pipeline> pipeline_;
   std::unique_ptr<Remediation> remediation_;  // used by the evaluating thread only
+  std::unique_ptr<IncidentNotes> notes_;      // likewise
   std::vector<std::unique_ptr<SourceState>> sources_;
 
   mutable std::mutex mu_;

@@ -1,6 +1,7 @@
 #include "daemon/change_filter.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 
 namespace faultline::daemon {
@@ -11,12 +12,35 @@ std::vector<Deadband> DefaultDeadbands() {
   // of a healthy node's rows. No detector thresholds them (GPU power brakes are judged
   // from the clock event reasons, chassis power from the BMC's chassis reading, fans from
   // their state): docs/agent.md "Change-only storage".
+  // GPU temperatures step a degree now and then under any load; the throttle detector
+  // judges them against the slowdown threshold (at it, and within 5 C of it), so they are
+  // banded (1 C: a change of 2 C is stored) only 10 C or more below it.
+  constexpr double kTempMargin = 10, kTempLimit = 85;
   return {
-      {Source::kNvml, ObsKind::kPower, 10, 0.05},      {Source::kDcgmExporter, ObsKind::kPower, 10, 0.05},
-      {Source::kNvml, ObsKind::kClock, 30, 0.05},      {Source::kDcgmExporter, ObsKind::kClock, 30, 0.05},
+      {Source::kNvml, ObsKind::kPower, 10, 0.10},
+      {Source::kDcgmExporter, ObsKind::kPower, 10, 0.10},
+      {Source::kNvml, ObsKind::kClock, 30, 0.05},
+      {Source::kDcgmExporter, ObsKind::kClock, 30, 0.05},
+      {Source::kNvml, ObsKind::kTemperature, 2, 0, kTempMargin, "slowdown", kTempLimit},
+      {Source::kDcgmExporter, ObsKind::kTemperature, 2, 0, kTempMargin, "slowdown", kTempLimit},
       {Source::kRedfish, ObsKind::kFanSpeed, 0, 0.05},
   };
 }
+
+namespace {
+
+// The reading's own limit (e.g. NVML's slowdown temperature), else the band's default.
+// The attrs are equal to the stored point's here (compared first), so either's will do.
+double LimitOf(const Observation& obs, const Deadband& band) {
+  auto it = obs.attrs.find(band.limit_attr);
+  if (it == obs.attrs.end()) return band.limit_default;
+  double v = 0;
+  const std::string& s = it->second;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  return ec == std::errc() && end == s.data() + s.size() && std::isfinite(v) ? v : band.limit_default;
+}
+
+}  // namespace
 
 ChangeFilter::ChangeFilter(ChangeFilterOptions options) : options_(std::move(options)) {}
 
@@ -38,6 +62,10 @@ bool ChangeFilter::Unchanged(const Observation& obs, const Content& stored) cons
   const auto band = std::find_if(options_.deadbands.begin(), options_.deadbands.end(),
                                  [&obs](const Deadband& d) { return d.source == obs.source && d.kind == obs.kind; });
   if (band == options_.deadbands.end()) return false;
+  if (band->margin > 0) {
+    const double limit = LimitOf(obs, *band) - band->margin;
+    if (*obs.value > limit || *stored.value > limit) return false;  // near the limit: exact
+  }
   const double tolerance = std::max(band->abs, band->rel * std::fabs(*stored.value));
   return std::fabs(*obs.value - *stored.value) < tolerance;
 }

@@ -18,13 +18,14 @@
 // readings it did not see.
 //
 // Dead-band: a few analog readings that no detector thresholds exactly and that wander
-// at every sample (GPU board power and clocks from NVML/DCGM, BMC fan speeds) count as
-// unchanged while their value stays within a tolerance of the last STORED value
-// (|v - stored| < max(abs, rel x |stored|)), so slow drift is stored once it adds up to
-// the tolerance and the stored history is accurate to it. Never for counters, states,
-// temperatures, voltages or chassis power (detectors compare those with thresholds
-// exactly): the kinds are listed in DefaultDeadbands() and a test checks every other kind
-// is compared exactly. `deadbands` empty = exact comparison for everything.
+// at every sample (GPU board power and clocks from NVML/DCGM, BMC fan speeds; GPU/HBM
+// temperatures, but only far below their slowdown threshold, where no detector judges
+// them) count as unchanged while their value stays within a tolerance of the last STORED
+// value (|v - stored| < max(abs, rel x |stored|)), so slow drift is stored once it adds
+// up to the tolerance and the stored history is accurate to it. Never for counters,
+// states, BMC temperatures, voltages or chassis power (detectors compare those with
+// thresholds exactly): the kinds are listed in DefaultDeadbands() and a test checks every
+// other kind is compared exactly. `deadbands` empty = exact comparison for everything.
 //
 // Memory is bounded: a series not seen for more than two heartbeats is forgotten (its
 // next reading is stored), and past `max_series` everything is forgotten at once.
@@ -50,12 +51,20 @@ namespace faultline::daemon {
 struct Deadband {
   Source source = Source::kNvml;
   ObsKind kind = ObsKind::kPower;
-  double abs = 0;  // in the reading's unit (W, MHz, RPM or %)
+  double abs = 0;  // in the reading's unit (W, MHz, RPM, % or C)
   double rel = 0;  // of the stored value's magnitude
+  // > 0: banded only while the new and the stored value both stay this far below the
+  // reading's own limit (the number in attr `limit_attr`, else `limit_default`): near a
+  // limit a detector judges, every change is stored exactly.
+  double margin = 0;
+  const char* limit_attr = "";
+  double limit_default = 0;
 };
 
-// GPU board power and SM/memory clocks (NVML, DCGM): 5%, at least 10 W / 30 MHz (two
-// boost bins); BMC fan speeds: 5%. Why these and only these: docs/agent.md "Change-only
+// GPU board power (NVML, DCGM): 10%, at least 10 W; SM/memory clocks: 5%, at least
+// 30 MHz (two boost bins); GPU and HBM temperatures (NVML, DCGM): 1 C steps, only while
+// 10 C or more below the reading's slowdown threshold (85 C when it carries none); BMC
+// fan speeds: 5%. Why these and only these: docs/agent.md "Change-only
 // storage".
 std::vector<Deadband> DefaultDeadbands();
 

@@ -200,6 +200,12 @@ Status ReadServer(SectionReader& r, ServerSection& s) {
   r.Read("key_file", s.key_file);
   return r.Finish();
 }
+Status ReadAssistant(SectionReader& r, AssistantSection& s) {
+  r.Read("incident_notes", s.incident_notes);
+  r.Read("kb_dir", s.kb_dir);
+  r.Read("index_dir", s.index_dir);
+  return r.Finish();
+}
 Status ReadIsolate(SectionReader& r, IsolateSection& s) {
   r.ReadDuration("window", s.window_ns);
   return r.Finish();
@@ -232,33 +238,30 @@ Status ReadPolicy(SectionReader& r, policy::PolicyConfig& s) {
 
 // Loopback only unless the operator names another address on purpose: reject obvious
 // garbage here so the agent does not fail later on a thread.
+// A section's `listen` ("" = off): HOST:PORT, and off loopback only with a token.
+Status CheckListen(const std::string& section, const std::string& listen, const std::string& token_file,
+                   const std::string& token_env) {
+  if (listen.empty()) return Status::Ok();
+  auto address = ParseListenAddress(listen);
+  if (!address.ok() || listen.rfind(':') == std::string::npos) return Bad(section + ".listen", "expected HOST:PORT");
+  const bool token = !token_file.empty() || !token_env.empty();
+  if (auto policy = CheckListenPolicy(*address, token); !policy.ok()) {
+    return Bad(section + ".listen", "not loopback: set " + section + ".token_file or " + section + ".token_env");
+  }
+  return Status::Ok();
+}
+
 Status CheckValues(const AgentConfig& c) {
   if (c.agent.store_path.empty()) return Bad("agent.store_path", "must not be empty");
   if (c.kmsg.enabled && c.kmsg.path.empty()) return Bad("kmsg.path", "must not be empty when enabled");
   if (c.sysfs.enabled && c.sysfs.root.empty()) return Bad("sysfs.root", "must not be empty when enabled");
   if (Status s = policy::ValidatePolicyConfig(c.policy); !s.ok()) return s;
-  if (!c.workload.listen.empty()) {
-    auto address = ParseListenAddress(c.workload.listen);
-    if (!address.ok() || c.workload.listen.rfind(':') == std::string::npos) {
-      return Bad("workload.listen", "expected HOST:PORT");
-    }
-    const bool token = !c.workload.token_file.empty() || !c.workload.token_env.empty();
-    if (auto policy = CheckListenPolicy(*address, token); !policy.ok()) {
-      return Bad("workload.listen", "not loopback: set workload.token_file or workload.token_env");
-    }
+  if (Status s = CheckListen("workload", c.workload.listen, c.workload.token_file, c.workload.token_env); !s.ok()) {
+    return s;
   }
-  if (!c.server.listen.empty()) {
-    auto address = ParseListenAddress(c.server.listen);
-    if (!address.ok() || c.server.listen.rfind(':') == std::string::npos) {
-      return Bad("server.listen", "expected HOST:PORT");
-    }
-    const bool token = !c.server.token_file.empty() || !c.server.token_env.empty();
-    if (auto policy = CheckListenPolicy(*address, token); !policy.ok()) {
-      return Bad("server.listen", "not loopback: set server.token_file or server.token_env");
-    }
-    if (c.server.cert_file.empty() != c.server.key_file.empty()) {
-      return Bad("server.cert_file", "cert_file and key_file go together (both set = HTTPS)");
-    }
+  if (Status s = CheckListen("server", c.server.listen, c.server.token_file, c.server.token_env); !s.ok()) return s;
+  if (c.server.cert_file.empty() != c.server.key_file.empty()) {
+    return Bad("server.cert_file", "cert_file and key_file go together (both set = HTTPS)");
   }
   return Status::Ok();
 }
@@ -303,6 +306,7 @@ Result<AgentConfig> ParseAgentConfig(std::string_view toml_text) {
       {"sysfs", [](SectionReader& r, AgentConfig& c) { return ReadSysfs(r, c.sysfs); }},
       {"workload", [](SectionReader& r, AgentConfig& c) { return ReadWorkload(r, c.workload); }},
       {"server", [](SectionReader& r, AgentConfig& c) { return ReadServer(r, c.server); }},
+      {"assistant", [](SectionReader& r, AgentConfig& c) { return ReadAssistant(r, c.assistant); }},
       {"isolate", [](SectionReader& r, AgentConfig& c) { return ReadIsolate(r, c.isolate); }},
       {"policy", [](SectionReader& r, AgentConfig& c) { return ReadPolicy(r, c.policy); }},
   };
@@ -394,6 +398,11 @@ token_file = ""                            # bearer token file; required for a n
 token_env = ""                             # or the environment variable holding the token
 cert_file = ""                             # cert_file + key_file = HTTPS
 key_file = ""
+
+[assistant]                                # incident notes with each new diagnosis (docs/assistant.md)
+incident_notes = true
+kb_dir = ""                                # "" = notes without runbook sections, e.g. "/usr/share/faultline/kb"
+index_dir = ""                             # "" = <store_path>.kb-index
 
 [isolate]
 window = "30m"

@@ -86,6 +86,14 @@ struct ServerSection {
   std::string key_file;
 };
 
+// The assistant's automated mode: an incident note stored with each new diagnosis
+// (daemon/incident_notes.h, docs/assistant.md "In the agent").
+struct AssistantSection {
+  bool incident_notes = true;
+  std::string kb_dir;     // "" = notes without runbook sections; e.g. /usr/share/faultline/kb
+  std::string index_dir;  // "" = <store_path>.kb-index
+};
+
 struct IsolateSection {
   int64_t window_ns = 1800'000'000'000;  // findings/observations considered per evaluation
 };
@@ -99,6 +107,7 @@ struct AgentConfig {
   SysfsSection sysfs;
   WorkloadSection workload;
   ServerSection server;
+  AssistantSection assistant;
   IsolateSection isolate;
   policy::PolicyConfig policy;  // [policy]: remediation (docs/remediation.md)
 };

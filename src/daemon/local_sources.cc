@@ -20,6 +20,7 @@
 #include <chrono>
 #include <climits>
 #include <fstream>
+#include <optional>
 
 #include "daemon/sources.h"
 #include "sources/kmsg/devkmsg.h"
@@ -379,13 +380,22 @@ class WorkloadFileAgentSource final : public AgentSource {
     SourceBatch batch;
     batch.observations = std::move(poll->observations);
     batch.warnings = std::move(poll->errors);
-    batch.cursors.push_back({node_, poll->cursor_source, poll->cursor_key, poll->cursor_value});
+    // An unchanged cursor is not saved again: a job-less node's file, drained every
+    // second, used to cost one store commit per second for nothing. A batch the store
+    // refuses is held and retried whole by the agent, cursor included.
+    Cursor cursor{node_, poll->cursor_source, poll->cursor_key, poll->cursor_value};
+    if (!batch.observations.empty() || !last_cursor_ || cursor.key != last_cursor_->key ||
+        cursor.value != last_cursor_->value) {
+      last_cursor_ = cursor;
+      batch.cursors.push_back(std::move(cursor));
+    }
     return batch;
   }
 
  private:
   std::string node_;
   WorkloadFileSource source_;
+  std::optional<Cursor> last_cursor_;  // the last one handed over
 };
 
 }  // namespace

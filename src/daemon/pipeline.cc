@@ -1,6 +1,9 @@
 #include "daemon/pipeline.h"
 
 #include <algorithm>
+#include <limits>
+#include <string_view>
+#include <unordered_map>
 
 #include "engine/detect/all_detectors.h"
 #include "engine/detect/critical.h"
@@ -13,6 +16,27 @@ namespace {
 bool SameForStorage(const Finding& a, const Finding& b) {
   return a.last_ns == b.last_ns && a.count == b.count && a.severity == b.severity && a.action == b.action &&
          a.confidence == b.confidence && a.attrs == b.attrs;
+}
+
+bool SameGpus(const std::vector<GpuIdentity>& a, const std::vector<GpuIdentity>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const GpuIdentity& x, const GpuIdentity& y) {
+    return x.index == y.index && x.uuid == y.uuid && x.serial == y.serial && x.bdf == y.bdf && x.name == y.name;
+  });
+}
+
+// The latest window start that leaves `input` as it is: past it, a finding, reading or
+// report ages out of the window, or a layer stops counting as having data (the same
+// tests as Evaluate's, BuildIsolateInput's and IsolateContext::Forget's: kept while
+// its time >= the window's start; a finding with no time stays).
+int64_t EarliestExpiry(const IsolateInput& input, const std::map<Layer, int64_t>& layer_last_seen) {
+  int64_t earliest = std::numeric_limits<int64_t>::max();
+  for (const Finding& f : input.findings) {
+    if (f.first_ns != 0) earliest = std::min(earliest, std::max(f.first_ns, f.last_ns));
+    if (f.last_ns != 0) earliest = std::min(earliest, f.last_ns);
+  }
+  for (const Observation& o : input.observations) earliest = std::min(earliest, o.time_ns);
+  for (const auto& [layer, last] : layer_last_seen) earliest = std::min(earliest, last);
+  return earliest;
 }
 
 std::string DiagnosisSignature(const Diagnosis& d) {
@@ -63,7 +87,8 @@ Pipeline::Pipeline(Store& store, std::string node, PipelineOptions options, cons
       options_(options),
       context_(Inventory{}, IsolateContextOptions{.max_workload = options.max_recent_observations}),
       detectors_(MakeAllDetectors(
-          {.topology = topology, .inventory = &context_.inventory(), .history_ns = options.window_ns})) {
+          {.topology = topology, .inventory = &context_.inventory(), .history_ns = options.window_ns})),
+      caches_(detectors_.size()) {
   if (options_.store_unchanged_heartbeat_ns > 0) {
     ChangeFilterOptions fo{.heartbeat_ns = options_.store_unchanged_heartbeat_ns};
     if (!options_.store_deadband) fo.deadbands.clear();
@@ -135,6 +160,7 @@ Result<AppendStats> Pipeline::TryIngest(Layer layer, SourceBatch& batch, size_t*
   if (!batch.observations.empty()) {
     int64_t& seen = layer_last_seen_ns_[layer];
     seen = std::max(seen, batch.observations.back().time_ns);
+    ++fed_;  // the isolator's layers with data may have moved, even when nothing was fed
   }
   return stats;
 }
@@ -173,6 +199,7 @@ PipelineStats Pipeline::stats() const {
 }
 
 void Pipeline::Feed(const Observation& obs) {
+  ++fed_;
   context_.Observe(obs);  // first: the detectors read the inventory it fills
   for (auto& d : detectors_) d->Observe(obs);
   layer_last_seen_ns_[obs.layer] = std::max(layer_last_seen_ns_[obs.layer], obs.time_ns);
@@ -189,30 +216,104 @@ IsolateInput Pipeline::BuildInput(std::vector<Finding> findings, int64_t now_ns)
   return BuildIsolateInput(std::move(parts));
 }
 
+bool Pipeline::RefreshFindings() {
+  // The kernel detector reads the shared inventory at Findings(): a change to it
+  // (a GPU's index learnt) renames components, so every cache starts over.
+  const bool inventory_moved = !SameGpus(context_.inventory().gpus(), cache_inventory_);
+  if (inventory_moved) cache_inventory_ = context_.inventory().gpus();
+  bool asked = false;
+  for (size_t i = 0; i < detectors_.size(); ++i) {
+    DetectorCache& c = caches_[i];
+    const std::optional<uint64_t> revision = detectors_[i]->Revision();
+    const bool reuse = options_.reuse_unchanged_findings && c.valid && !inventory_moved && revision.has_value() &&
+                       revision == c.revision;
+    if (reuse) {
+      ++stats_.detector_reuses;
+    } else {
+      ++stats_.detector_recomputations;
+      ++stats_.recomputations_by_detector[std::string(detectors_[i]->name())];
+      c.findings = detectors_[i]->Findings();
+      c.revision = revision;
+      c.valid = true;
+      c.stored = false;
+      c.keys.clear();
+      c.ordinals.clear();
+      asked = true;
+    }
+  }
+  return asked;
+}
+
+std::vector<Finding> Pipeline::AllFindings() const {
+  size_t n = 0;
+  for (const DetectorCache& c : caches_) n += c.findings.size();
+  std::vector<Finding> all;
+  all.reserve(n);
+  for (const DetectorCache& c : caches_) all.insert(all.end(), c.findings.begin(), c.findings.end());
+  return all;
+}
+
+Result<size_t> Pipeline::StoreFindings() {
+  // Keys: FindingKey, and for two findings identical down to it an ordinal in detector
+  // order (detectors are deterministic), so neither overwrites the other every time.
+  // Unchanged detectors keep their keys; recounting the ordinals is cheap next to
+  // building findings, and a key that moved (another detector's finding took its
+  // ordinal) sends that detector's findings to the comparison again.
+  std::unordered_map<std::string_view, int> keys_seen;  // views into the caches' keys
+  size_t stored = 0;
+  for (DetectorCache& c : caches_) {
+    if (c.keys.size() != c.findings.size()) {
+      c.keys.clear();
+      c.keys.reserve(c.findings.size());
+      for (const Finding& f : c.findings) c.keys.push_back(FindingKey(f));
+    }
+    std::vector<int> ordinals(c.keys.size());
+    for (size_t j = 0; j < c.keys.size(); ++j) ordinals[j] = keys_seen[c.keys[j]]++;
+    if (c.stored && ordinals == c.ordinals) continue;  // compared already, under the same keys
+    c.stored = false;
+    c.ordinals = std::move(ordinals);
+    for (size_t j = 0; j < c.findings.size(); ++j) {
+      ++stats_.findings_compared;
+      const Finding& f = c.findings[j];
+      std::string key = c.keys[j];
+      if (c.ordinals[j] > 0) key += "#" + std::to_string(c.ordinals[j]);
+      auto it = stored_findings_.find(key);
+      if (it != stored_findings_.end() && SameForStorage(it->second, f)) continue;
+      auto id = store_.PutFinding(node_, f);
+      if (!id.ok()) return id.status();  // this detector is compared again next time
+      stored_findings_[std::move(key)] = f;
+      ++stored;
+    }
+    c.stored = true;
+  }
+  return stored;
+}
+
 Result<EvaluateResult> Pipeline::Evaluate(int64_t now_ns) {
   std::lock_guard<std::mutex> lock(mu_);
   const int64_t since = now_ns - options_.window_ns;
   context_.Forget(since);
   EvaluateResult result;
-  std::vector<Finding> findings;
-  for (const auto& d : detectors_) {
-    for (Finding& f : d->Findings()) findings.push_back(std::move(f));
+  const bool asked = RefreshFindings();
+  auto stored = StoreFindings();
+  if (!stored.ok()) return stored.status();
+  result.findings_stored = *stored;
+  const LastIsolation& last = last_isolation_;
+  if (options_.reuse_unchanged_findings && last.valid && !asked && last.fed == fed_ && now_ns >= last.now_ns &&
+      since <= last.expires_ns) {
+    ++stats_.isolations_skipped;
+    result.diagnoses = last.diagnoses;
+  } else {
+    std::vector<Finding> findings = AllFindings();
+    std::erase_if(findings, [since](const Finding& f) { return f.last_ns != 0 && f.last_ns < since; });
+    const IsolateInput input = BuildInput(std::move(findings), now_ns);
+    result.diagnoses = Isolate(input, options_.isolate);
+    last_isolation_ = {.valid = true,
+                       .fed = fed_,
+                       .now_ns = now_ns,
+                       .expires_ns = EarliestExpiry(input, layer_last_seen_ns_),
+                       .diagnoses = result.diagnoses};
   }
-  std::map<std::string, int> keys_seen;  // this evaluation's keys
-  for (const Finding& f : findings) {
-    std::string key = FindingKey(f);
-    // Two findings identical down to their first evidence line: told apart by their
-    // order (detectors are deterministic), so neither overwrites the other every time.
-    if (const int n = keys_seen[key]++; n > 0) key += "#" + std::to_string(n);
-    auto it = stored_findings_.find(key);
-    if (it != stored_findings_.end() && SameForStorage(it->second, f)) continue;
-    auto id = store_.PutFinding(node_, f);
-    if (!id.ok()) return id.status();
-    stored_findings_[key] = f;
-    ++result.findings_stored;
-  }
-  std::erase_if(findings, [since](const Finding& f) { return f.last_ns != 0 && f.last_ns < since; });
-  result.diagnoses = Isolate(BuildInput(std::move(findings), now_ns), options_.isolate);
   if (!result.diagnoses.empty()) {
     const std::string signature = DiagnosisSignature(result.diagnoses.front());
     if (signature != stored_primary_) {

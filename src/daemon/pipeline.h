@@ -44,13 +44,22 @@ struct PipelineOptions {
   int64_t store_unchanged_heartbeat_ns = 300'000'000'000;
   // The change filter's dead-band for wandering analog readings ([agent] store_deadband).
   bool store_deadband = true;
+  // Reuse a detector's last findings while nothing new reached it (Detector::Revision)
+  // and the GPU inventory did not change; false = ask every detector at every
+  // evaluation (tests compare the two).
+  bool reuse_unchanged_findings = true;
 };
 
 // The pipeline options the agent config asks for.
 PipelineOptions PipelineOptionsFor(const AgentConfig& config);
 
 struct PipelineStats {
-  uint64_t observations_unchanged = 0;  // periodic readings fed to detectors but not stored
+  uint64_t observations_unchanged = 0;                         // periodic readings fed to detectors but not stored
+  uint64_t detector_recomputations = 0;                        // Detector::Findings() calls made by evaluations
+  uint64_t detector_reuses = 0;                                // times an evaluation reused a detector's last findings
+  uint64_t findings_compared = 0;                              // findings compared with their stored version
+  uint64_t isolations_skipped = 0;                             // evaluations that reused the isolator's last answer
+  std::map<std::string, uint64_t> recomputations_by_detector;  // Findings() calls, by Detector::name()
 };
 
 struct EvaluateResult {
@@ -94,6 +103,12 @@ class Pipeline {
   // One Store::Append of the cursors and the observations the filter keeps.
   Result<AppendStats> StoreBatch(const SourceBatch& batch);
   IsolateInput BuildInput(std::vector<Finding> findings, int64_t now_ns) const;
+  // Refreshes caches_ (asks each detector whose input moved); true when any was asked.
+  bool RefreshFindings();
+  // Every detector's current findings, in detector order.
+  std::vector<Finding> AllFindings() const;
+  // Stores each new or changed finding of the detectors whose findings or keys moved.
+  Result<size_t> StoreFindings();
 
   mutable std::mutex mu_;
   Store& store_;
@@ -105,6 +120,32 @@ class Pipeline {
   // Declared before detectors_, which point into it.
   IsolateContext context_;
   std::vector<std::unique_ptr<Detector>> detectors_;
+  // One detector's last findings and what they were computed from: reused while the
+  // detector's Revision() and the inventory stay the same (its findings are then the
+  // same: a pure function of what it observed). Findings leave the isolator's window by
+  // their own last_ns at every evaluation, cached or not.
+  struct DetectorCache {
+    bool valid = false;
+    std::optional<uint64_t> revision;
+    std::vector<Finding> findings;
+    std::vector<std::string> keys;  // FindingKey of each (filled at the first comparison)
+    std::vector<int> ordinals;      // of each key among this evaluation's equal keys (0: first)
+    bool stored = false;            // all of them compared with stored_findings_ under these keys
+  };
+  std::vector<DetectorCache> caches_;         // parallel to detectors_
+  std::vector<GpuIdentity> cache_inventory_;  // the inventory the caches were computed with
+  // The isolator's last answer and what it was computed from: reused while no detector
+  // was asked again, nothing was fed and the window's start has not passed anything in
+  // its input (the input is then the same, so is the answer).
+  struct LastIsolation {
+    bool valid = false;
+    uint64_t fed = 0;        // fed_ then
+    int64_t now_ns = 0;      // the evaluation's time (a clock stepped back recomputes)
+    int64_t expires_ns = 0;  // the window's start past this drops something from the input
+    std::vector<Diagnosis> diagnoses;
+  };
+  LastIsolation last_isolation_;
+  uint64_t fed_ = 0;                                // observations fed to the detectors (and batches ingested) so far
   std::map<Layer, int64_t> layer_last_seen_ns_;     // which layers had data, and when
   std::map<std::string, Finding> stored_findings_;  // by FindingKey, as last written
   std::optional<std::string> stored_primary_;       // signature of the last stored primary

@@ -3,9 +3,13 @@
 // "unavailable, retried" rather than a startup failure.
 #include <httplib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <chrono>
+#include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "daemon/sources.h"
@@ -97,9 +101,10 @@ Result<redfish::Credentials> LoadCredentials(const RedfishSection& o) {
 }
 
 // Follows the BMC's EventService SSE stream on its own thread and keeps what it maps
-// until the next Poll drains it. AgentSource has no "data ready" hook, so an event waits
-// at most one Redfish interval; its observation carries the event's own time.
-// Follow/Stop run on the polling thread; Cancel may come from any thread.
+// until the next Poll drains it; WaitForEvents lets the polling thread block until one
+// arrives (the source's WaitForData), so an event is handed over at once instead of at
+// the next sweep. Its observation carries the event's own time.
+// Follow/Stop/WaitForEvents run on the polling thread; Cancel may come from any thread.
 class RedfishEventFollower {
  public:
   explicit RedfishEventFollower(redfish::RedfishClient& client) : client_(client) {}
@@ -138,9 +143,19 @@ class RedfishEventFollower {
   }
 
   void Cancel() {
-    std::lock_guard<std::mutex> lock(mu_);
-    cancelled_ = true;
-    if (stream_ != nullptr) stream_->Stop();  // its request polls this flag: ends within ~1 s
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cancelled_ = true;
+      if (stream_ != nullptr) stream_->Stop();  // its request polls this flag: ends within ~1 s
+    }
+    arrived_.notify_all();
+  }
+
+  // Blocks until an event is queued (true), `until` passes or Cancel (false).
+  bool WaitForEvents(std::chrono::steady_clock::time_point until) {
+    std::unique_lock<std::mutex> lock(mu_);
+    arrived_.wait_until(lock, until, [this] { return cancelled_ || !pending_.empty(); });
+    return !cancelled_ && !pending_.empty();
   }
 
   void Stop() {
@@ -179,16 +194,20 @@ class RedfishEventFollower {
   }
 
   void Push(std::vector<Observation> observations) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (pending_.size() + observations.size() > kMaxPending) {
-      dropped_ += observations.size();
-      return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (pending_.size() + observations.size() > kMaxPending) {
+        dropped_ += observations.size();
+        return;
+      }
+      for (Observation& o : observations) pending_.push_back(std::move(o));
     }
-    for (Observation& o : observations) pending_.push_back(std::move(o));
+    arrived_.notify_all();
   }
 
   redfish::RedfishClient& client_;
   std::mutex mu_;
+  std::condition_variable arrived_;               // an event queued, or Cancel
   bool cancelled_ = false;                        // guarded by mu_
   std::unique_ptr<redfish::EventStream> stream_;  // guarded by mu_; never replaced once made
   std::vector<Observation> pending_;              // guarded by mu_
@@ -204,6 +223,7 @@ class RedfishSource final : public AgentSource {
                 const std::vector<Cursor>& cursors)
       : node_(node),
         events_(options.events),
+        interval_(std::chrono::nanoseconds(options.interval_ns)),
         http_(redfish::CurlOptions{.ca_file = options.ca_file, .insecure = options.insecure}),
         client_(http_, clock, ClientOptions(options)),
         collector_(client_, redfish::CollectorOptions{.node = node}) {
@@ -225,6 +245,15 @@ class RedfishSource final : public AgentSource {
 
   Result<SourceBatch> Poll(int64_t deadline_mono_ns) override {
     if (!credentials_error_.ok()) return credentials_error_;
+    if (events_only_) {
+      // Woken by the stream before the next sweep is due: hand over its events alone
+      // (a sweep costs dozens of requests; the schedule of sweeps stays as it was).
+      events_only_ = false;
+      SourceBatch batch;
+      events_follower_.Drain(batch);
+      return batch;
+    }
+    last_sweep_ = std::chrono::steady_clock::now();
     if (!logged_in_) {
       if (Status s = client_.Login(deadline_mono_ns); !s.ok()) return s;
       logged_in_ = true;
@@ -259,7 +288,25 @@ class RedfishSource final : public AgentSource {
     events_follower_.Cancel();
   }
 
+  // Between sweeps the source waits for the SSE stream: an event pushed by the BMC
+  // (a PSU lost, a leak, a critical temperature) reaches the pipeline at once, where a
+  // critical one wakes the evaluation (engine/detect/critical.h), instead of waiting up
+  // to one `interval` for the next sweep. Without a stream (events off, or none
+  // advertised) this is the interval's sleep, ended early only by Cancel.
+  bool CanWaitForData() const override { return true; }
+  void WaitForData(int64_t max_wait_ns) override {
+    const auto now = std::chrono::steady_clock::now();
+    auto until = now + std::chrono::nanoseconds(std::max<int64_t>(max_wait_ns, 0));
+    if (last_sweep_) until = std::min(until, *last_sweep_ + interval_);  // the next sweep is due then
+    if (until <= now || !events_follower_.WaitForEvents(until)) return;  // sweep due (or cancelled)
+    // The events of one incident come together: take them in one batch.
+    std::this_thread::sleep_for(kSettle);
+    events_only_ = true;
+  }
+
  private:
+  static constexpr std::chrono::milliseconds kSettle{10};
+
   static redfish::RedfishClientOptions ClientOptions(const RedfishSection& o) {
     redfish::RedfishClientOptions co;
     co.base_url = o.url;
@@ -271,6 +318,9 @@ class RedfishSource final : public AgentSource {
 
   std::string node_;
   bool events_;
+  std::chrono::nanoseconds interval_;                                // between sweep starts ([redfish] interval)
+  std::optional<std::chrono::steady_clock::time_point> last_sweep_;  // polling thread only
+  bool events_only_ = false;  // WaitForData returned for events before a sweep was due
   redfish::CurlHttpClient http_;
   redfish::RedfishClient client_;
   redfish::RedfishCollector collector_;

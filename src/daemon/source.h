@@ -38,9 +38,10 @@ class AgentSource {
   // thread. After it, WaitForData returns at once.
   virtual void Cancel() {}
   // Sources that can be told when new input is there (the kernel log: poll(2) on
-  // /dev/kmsg, inotify on a followed file) say so; the agent's thread then blocks in
-  // WaitForData between polls instead of sleeping its interval, and polls as soon as it
-  // returns, so a line reaches the pipeline at once.
+  // /dev/kmsg, inotify on a followed file; Redfish: its SSE event queue) say so; the
+  // agent's thread then blocks in WaitForData between polls instead of sleeping its
+  // interval, and polls as soon as it returns, so a line or an event reaches the pipeline
+  // at once.
   virtual bool CanWaitForData() const { return false; }
   // Blocks until new input is probably there, `max_wait_ns` passed, or Cancel(); a
   // spurious return only costs one empty poll. Called from the polling thread only.

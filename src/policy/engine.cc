@@ -145,7 +145,13 @@ Outcome Engine::Carry(Decision d, const LedgerEntry* previous, int64_t now_ns, S
                   "nothing configured carries out " + std::string(actions::ToString(d.action_class)), previous, now_ns,
                   error);
   }
-  if (const int64_t last = ledger_.LastDone(d.action_class); last != 0 && now_ns - last < config_.cooldown_ns) {
+  // The cool-down guards the node against flapping disruption: any disruptive class done on
+  // the node holds the next. A notification, ticket or bundle is held only after one about the
+  // same part: a corrected diagnosis naming another part is news, and holding it would leave
+  // on-call with the first, wrong story; a refinement of the same part's story is not.
+  const bool disruptive = actions::IsDisruptive(d.action_class);
+  if (const int64_t last = ledger_.LastDone(d.action_class, disruptive ? "" : d.diagnosis.component.Id());
+      last != 0 && now_ns - last < config_.cooldown_ns) {
     return Record(d, State::kHeldByCooldown, false,
                   std::string(actions::ToString(d.action_class)) + " done on this node at " + FormatIso8601(last) +
                       " (cool-down " + Seconds(config_.cooldown_ns) + ")",
@@ -285,10 +291,13 @@ Result<std::vector<Outcome>> Engine::OnDiagnoses(const std::vector<Row<Diagnosis
       out.push_back(std::move(*o));
     }
   }
-  // Failed decisions whose diagnosis is no longer current are retried too when due.
+  // Failed decisions are retried when due, and held ones looked at again (the breaker's
+  // window or the cool-down may have passed), whether or not their diagnosis is current.
   std::vector<LedgerEntry> due;
   for (const LedgerEntry* e : ledger_.Pending()) {
-    if (e->state == State::kFailed && now_ns >= e->next_retry_ns && !seen.count(e->key)) due.push_back(*e);
+    const bool retry = e->state == State::kFailed && now_ns >= e->next_retry_ns;
+    const bool held = e->state == State::kHeldByBreaker || e->state == State::kHeldByCooldown;
+    if ((retry || held) && !seen.count(e->key)) due.push_back(*e);
   }
   for (const LedgerEntry& e : due) {
     if (!e.action_class || !e.record.diagnosis_id) continue;

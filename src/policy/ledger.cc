@@ -104,10 +104,12 @@ bool Ledger::Resolved(const std::string& incident, int64_t diagnosis_id) const {
   return resolved_incidents_.count(incident) > 0 || resolved_diagnoses_.count(diagnosis_id) > 0;
 }
 
-int64_t Ledger::LastDone(actions::ActionClass c) const {
+int64_t Ledger::LastDone(actions::ActionClass c, std::string_view component) const {
   int64_t last = 0;
   for (const auto& [key, e] : latest_) {
     if (e.action_class != c || e.state != State::kDone || e.record.dry_run) continue;
+    // fault = "<fault class>|<component id>"
+    if (!component.empty() && std::string_view(e.fault).substr(e.fault.find('|') + 1) != component) continue;
     // An operator's resolve ends the cool-down: a new fault after a repair is news.
     if (Resolved(e.incident, e.record.diagnosis_id.value_or(0))) continue;
     last = std::max(last, e.record.time_ns);
@@ -129,7 +131,10 @@ bool Ledger::OpenIncident(actions::ActionClass c, const std::string& fault, bool
 std::vector<const LedgerEntry*> Ledger::Pending() const {
   std::vector<const LedgerEntry*> out;
   for (const auto& [key, e] : latest_) {
-    if (e.state == State::kDecided || e.state == State::kFailed) out.push_back(&e);
+    if (e.state == State::kDecided || e.state == State::kFailed || e.state == State::kHeldByBreaker ||
+        e.state == State::kHeldByCooldown) {
+      out.push_back(&e);
+    }
   }
   return out;
 }

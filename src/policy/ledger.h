@@ -66,11 +66,13 @@ class Ledger {
   bool Resolved(const std::string& incident, int64_t diagnosis_id) const;
   // The last time a `c` action of this node was done for real for an incident not resolved
   // since; 0 when none.
-  int64_t LastDone(actions::ActionClass c) const;
+  // `component` (an id, "" = any): only decisions about that part.
+  int64_t LastDone(actions::ActionClass c, std::string_view component = {}) const;
   // A decision of class `c` for this fault (FaultKey) is done, in flight, held or failing
   // (dry runs too when `include_dry_run`), and not resolved.
   bool OpenIncident(actions::ActionClass c, const std::string& fault, bool include_dry_run) const;
-  // Latest entries whose state is decided or failed (crash recovery, retries).
+  // Latest entries not finished: decided, failed, held by the breaker or the cool-down
+  // (crash recovery, retries, holds looked at again).
   std::vector<const LedgerEntry*> Pending() const;
   // Latest entries of one diagnosis id.
   std::vector<const LedgerEntry*> ForDiagnosis(int64_t diagnosis_id) const;

@@ -117,6 +117,60 @@ TEST_F(AgentServer, AnAcknowledgementIsStoredInTheAgentsStore) {
   EXPECT_TRUE(acked);
 }
 
+TEST_F(AgentServer, ResolveClosesTheIncidentOnceAndReevaluateIsAccepted) {
+  daemon::AgentConfig config = Config(dir_);
+  Write(config.kmsg.path, kFellOffBus);
+  Serve(config);
+  auto active = agent_->store().LatestDiagnosis("node7");
+  ASSERT_TRUE(active.ok() && active->has_value());
+  const std::string path = "/api/v1/diagnoses/" + std::to_string((*active)->id) + "/resolve";
+  httplib::Client client("127.0.0.1", server_->port());
+  const httplib::Headers auth{{"Authorization", "Bearer t0k"}};
+  auto bad = client.Post(path.c_str(), auth, R"({"note":"x"})", "application/json");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_NE(bad->body.find("fixed_by"), std::string::npos);
+  auto unknown = client.Post("/api/v1/diagnoses/999999/resolve", auth, R"({"fixed_by":"x"})", "application/json");
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(unknown->status, 404);
+  auto first = client.Post(path.c_str(), auth, R"({"fixed_by":"reseated GPU b5"})", "application/json");
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->status, 200) << first->body;
+  const Json j = Json::parse(first->body);
+  EXPECT_EQ(j["resolved"], (*active)->id);
+  EXPECT_EQ(j["already_resolved"], false);
+  EXPECT_EQ(j["resumed"], false);  // dry run: faultline never drained it, so nothing to resume
+  auto again = client.Post(path.c_str(), auth, R"({"fixed_by":"reseated GPU b5"})", "application/json");
+  ASSERT_TRUE(again);
+  EXPECT_EQ(Json::parse(again->body)["already_resolved"], true);
+  auto rows = agent_->store().ListActions(RecordQuery{.node = "node7"});
+  ASSERT_TRUE(rows.ok());
+  int resolved = 0;
+  for (const auto& r : rows->rows) {
+    auto st = r.value.attrs.find("state");
+    if (st != r.value.attrs.end() && st->second == "resolved") ++resolved;
+  }
+  EXPECT_EQ(resolved, 1);
+  auto eval = client.Post("/api/v1/policy/evaluate", auth, "", "application/json");
+  ASSERT_TRUE(eval);
+  EXPECT_EQ(eval->status, 202) << eval->body;
+  auto anonymous = client.Post("/api/v1/policy/evaluate", "", "application/json");
+  ASSERT_TRUE(anonymous);
+  EXPECT_EQ(anonymous->status, 401);
+}
+
+TEST(AgentServerReadOnly, ResolveAndReevaluateNeedTheAgent) {
+  TempDir dir;
+  auto store = Store::Open(dir.File("store.db"));
+  ASSERT_TRUE(store.ok());
+  api::StoreProvider provider(**store, {.node = "node7"});
+  api::ApiHandler handler(provider, api::ApiOptions{.token = "t0k"});
+  const std::string auth = "Bearer t0k";
+  EXPECT_EQ(handler.Handle({"POST", "/api/v1/policy/evaluate", "", auth, ""}).status, 501);
+  EXPECT_EQ(handler.Handle({"POST", "/api/v1/diagnoses/1/resolve", "", auth, R"({"fixed_by":"x"})"}).status, 501);
+  EXPECT_EQ(handler.Handle({"GET", "/api/v1/policy/evaluate", "", auth, ""}).status, 405);
+}
+
 TEST(AgentServerConfig, ServerKeysAreCheckedAndNamed) {
   auto ok = daemon::ParseAgentConfig("[server]\nlisten = \"127.0.0.1:9465\"\n");
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();

@@ -325,3 +325,58 @@ TEST_F(ApiRoutes, AcknowledgeNeedsTokenAndAWritableStore) {
 
 }  // namespace
 }  // namespace faultline::api_test
+
+namespace faultline::api_test {
+namespace {
+
+// POST /api/v1/ask: the assistant's offline answer over the stored incident, writing nothing;
+// a retriever's passages cited as runbook sections; bad bodies are 400 naming "question".
+class FixedRetriever final : public assistant::Retriever {
+ public:
+  Result<std::vector<assistant::KbHit>> Search(std::string_view, size_t) const override {
+    return std::vector<assistant::KbHit>{{.doc_id = "runbook/gpu_fell_off_bus#safe-actions",
+                                          .kind = "runbook",
+                                          .title = "GPU fell off the bus",
+                                          .section = "Safe actions",
+                                          .path = "runbooks/gpu_fell_off_bus.md",
+                                          .text = "Drain the node, then reboot it.",
+                                          .score = 1}};
+  }
+};
+
+TEST_F(ApiRoutes, AskAnswersFromTheStoreWithEvidenceAndRunbooksAndWritesNothing) {
+  FixedRetriever kb;
+  api::StoreProvider provider(*store_, {.node = kNode, .retriever = &kb});
+  RunningServer server(provider, {});
+  const auto before = store_->Stats();
+  auto r = server.Client().Post("/api/v1/ask", R"({"question":"why is this node slow?"})", "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const Json j = ParseBody(r);
+  EXPECT_EQ(j["mode"], "offline");
+  EXPECT_NE(r->body.find("gpu_fell_off_bus"), std::string::npos) << r->body;
+  EXPECT_NE(r->body.find("runbook/gpu_fell_off_bus#safe-actions"), std::string::npos) << r->body;
+  EXPECT_EQ(store_->Stats()->actions, before->actions);
+}
+
+TEST_F(ApiRoutes, AskRefusesBadBodiesAndOtherMethods) {
+  auto provider = Provider();
+  RunningServer server(provider, {});
+  const std::vector<std::string> bodies{"",  "[]", "{}", R"({"question":""})", R"({"question":42})", "{\"question\":",
+                                       R"({"question":")" + std::string(2000, 'x') + R"("})"};
+  for (const std::string& body : bodies) {
+    auto r = server.Client().Post("/api/v1/ask", body, "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << body.substr(0, 40);
+    EXPECT_EQ(ParseBody(r)["param"], "question") << body.substr(0, 40);
+  }
+  auto big = server.Client().Post("/api/v1/ask", std::string(5000, ' '), "application/json");
+  ASSERT_TRUE(big);
+  EXPECT_EQ(big->status, 413);
+  auto get = server.Client().Get("/api/v1/ask");
+  ASSERT_TRUE(get);
+  EXPECT_EQ(get->status, 405);
+}
+
+}  // namespace
+}  // namespace faultline::api_test

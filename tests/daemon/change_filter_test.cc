@@ -73,8 +73,8 @@ TEST(DaemonChangeFilter, AChangeIsStoredAtOnceAndSoIsTheWayBack) {
   ChangeFilter filter;
   EXPECT_TRUE(Stored(filter, Temp(kT0, 41)));
   EXPECT_FALSE(Stored(filter, Temp(kT0 + kSec, 41)));
-  EXPECT_TRUE(Stored(filter, Temp(kT0 + 2 * kSec, 42)));
-  EXPECT_FALSE(Stored(filter, Temp(kT0 + 3 * kSec, 42)));
+  EXPECT_TRUE(Stored(filter, Temp(kT0 + 2 * kSec, 43)));
+  EXPECT_FALSE(Stored(filter, Temp(kT0 + 3 * kSec, 43)));
   EXPECT_TRUE(Stored(filter, Temp(kT0 + 4 * kSec, 41)));
 }
 
@@ -213,7 +213,7 @@ TEST(DaemonChangeFilter, ForgetAndPrime) {
   ChangeFilter primed;
   primed.Prime(Temp(kT0, 41));
   EXPECT_FALSE(Stored(primed, Temp(kT0 + kSec, 41)));
-  EXPECT_TRUE(Stored(primed, Temp(kT0 + 2 * kSec, 40)));
+  EXPECT_TRUE(Stored(primed, Temp(kT0 + 2 * kSec, 38)));
 }
 
 // Board power of gpu/0 from `source`.
@@ -229,14 +229,14 @@ Observation Power(int64_t t, double watts, Source source = Source::kNvml) {
 TEST(DaemonChangeFilter, DeadbandComparesGpuPowerWithTheStoredValueSoDriftIsStored) {
   ChangeFilter filter;
   EXPECT_EQ(filter.Decide(Power(kT0, 400)), StoreDecision::kStore);
-  // Within 5% of 400 W (20 W), each step small, the drift adds up against the stored value.
-  EXPECT_EQ(filter.Decide(Power(kT0 + 10 * kSec, 392)), StoreDecision::kSkip);
-  EXPECT_EQ(filter.Decide(Power(kT0 + 20 * kSec, 384)), StoreDecision::kSkip);
-  EXPECT_EQ(filter.Decide(Power(kT0 + 30 * kSec, 379)), StoreDecision::kStore);  // 21 W from 400
-  EXPECT_EQ(filter.Decide(Power(kT0 + 40 * kSec, 371)), StoreDecision::kSkip);   // 8 W from 379
+  // Within 10% of 400 W (40 W), each step small, the drift adds up against the stored value.
+  EXPECT_EQ(filter.Decide(Power(kT0 + 10 * kSec, 385)), StoreDecision::kSkip);
+  EXPECT_EQ(filter.Decide(Power(kT0 + 20 * kSec, 370)), StoreDecision::kSkip);
+  EXPECT_EQ(filter.Decide(Power(kT0 + 30 * kSec, 359)), StoreDecision::kStore);  // 41 W from 400
+  EXPECT_EQ(filter.Decide(Power(kT0 + 40 * kSec, 344)), StoreDecision::kSkip);   // 15 W from 359
   // Within the band, still marked seen once per heartbeat.
-  EXPECT_EQ(filter.Decide(Power(kT0 + 30 * kSec + 5 * kMin, 390)), StoreDecision::kSeen);
-  // The floor: at idle 5% is 3 W, the band is 10 W.
+  EXPECT_EQ(filter.Decide(Power(kT0 + 30 * kSec + 5 * kMin, 370)), StoreDecision::kSeen);
+  // The floor: at idle 10% is 6 W, the band is 10 W.
   EXPECT_EQ(filter.Decide(Power(kT0 + 6 * kMin, 60)), StoreDecision::kStore);
   EXPECT_EQ(filter.Decide(Power(kT0 + 6 * kMin + 10 * kSec, 69)), StoreDecision::kSkip);
   EXPECT_EQ(filter.Decide(Power(kT0 + 6 * kMin + 20 * kSec, 71)), StoreDecision::kStore);
@@ -249,6 +249,51 @@ TEST(DaemonChangeFilter, DeadbandComparesGpuPowerWithTheStoredValueSoDriftIsStor
   EXPECT_EQ(filter.Decide(nan), StoreDecision::kStore);
 }
 
+TEST(DaemonChangeFilter, GpuTemperaturesAreBandedByADegreeOnlyFarBelowTheirSlowdown) {
+  // Temp(): NVML's GPU sensor with its slowdown threshold at 87 C.
+  ChangeFilter filter;
+  EXPECT_EQ(filter.Decide(Temp(kT0, 60)), StoreDecision::kStore);
+  EXPECT_EQ(filter.Decide(Temp(kT0 + 10 * kSec, 61)), StoreDecision::kSkip);  // 1 C: within the band
+  EXPECT_EQ(filter.Decide(Temp(kT0 + 20 * kSec, 59)), StoreDecision::kSkip);
+  EXPECT_EQ(filter.Decide(Temp(kT0 + 30 * kSec, 62)), StoreDecision::kStore);  // 2 C from 60
+  // Above 77 C (less than 10 C below 87) every degree is stored, and so is the way down.
+  EXPECT_EQ(filter.Decide(Temp(kT0 + 40 * kSec, 76)), StoreDecision::kStore);
+  EXPECT_EQ(filter.Decide(Temp(kT0 + 50 * kSec, 77)), StoreDecision::kSkip);
+  EXPECT_EQ(filter.Decide(Temp(kT0 + 60 * kSec, 78)), StoreDecision::kStore);
+  EXPECT_EQ(filter.Decide(Temp(kT0 + 70 * kSec, 79)), StoreDecision::kStore);
+  EXPECT_EQ(filter.Decide(Temp(kT0 + 80 * kSec, 78)), StoreDecision::kStore);
+  EXPECT_EQ(filter.Decide(Temp(kT0 + 90 * kSec, 77)), StoreDecision::kStore);  // the stored 78 is near
+  EXPECT_EQ(filter.Decide(Temp(kT0 + 100 * kSec, 76)), StoreDecision::kSkip);
+  // A lower limit of its own moves the exact zone; a limit that is not a number is the default (85 C).
+  Observation low = Temp(kT0, 60);
+  low.attrs["slowdown"] = "68";
+  EXPECT_EQ(filter.Decide(low), StoreDecision::kStore);
+  low.time_ns += 10 * kSec;
+  low.value = 59;
+  EXPECT_EQ(filter.Decide(low), StoreDecision::kStore);
+  for (const char* bad : {"", "hot", "nan", "87C"}) {
+    ChangeFilter f;
+    Observation o = Temp(kT0, 74);
+    o.attrs["slowdown"] = bad;
+    EXPECT_EQ(f.Decide(o), StoreDecision::kStore);
+    o.time_ns += 10 * kSec;
+    o.value = 75;  // 85 - 10: still banded
+    EXPECT_EQ(f.Decide(o), StoreDecision::kSkip) << bad;
+    o.time_ns += 10 * kSec;
+    o.value = 76;  // above it: exact
+    EXPECT_EQ(f.Decide(o), StoreDecision::kStore) << bad;
+  }
+  // A redfish (BMC) temperature is never banded: the OOB detectors threshold it.
+  ChangeFilter bmc;
+  Observation inlet = Temp(kT0, 30);
+  inlet.source = Source::kRedfish;
+  inlet.layer = Layer::kOob;
+  EXPECT_EQ(bmc.Decide(inlet), StoreDecision::kStore);
+  inlet.time_ns += 10 * kSec;
+  inlet.value = 31;
+  EXPECT_EQ(bmc.Decide(inlet), StoreDecision::kStore);
+}
+
 TEST(DaemonChangeFilter, DeadbandNeverCoversCountersStatesOrThresholdedReadings) {
   // Every kind from every polled source, as a periodic reading that moves by one unit
   // (0.1%): only the listed analog kinds may be held back; a counter step of 1, a state,
@@ -258,9 +303,13 @@ TEST(DaemonChangeFilter, DeadbandNeverCoversCountersStatesOrThresholdedReadings)
                                                        {Source::kNvml, ObsKind::kClock},
                                                        {Source::kDcgmExporter, ObsKind::kClock},
                                                        {Source::kRedfish, ObsKind::kFanSpeed}};
+  // GPU temperatures are banded too, but only far below their limit: at 1000 C here, exact.
+  std::set<std::pair<Source, ObsKind>> expected_listed = banded;
+  expected_listed.insert({Source::kNvml, ObsKind::kTemperature});
+  expected_listed.insert({Source::kDcgmExporter, ObsKind::kTemperature});
   std::set<std::pair<Source, ObsKind>> listed;
   for (const Deadband& d : DefaultDeadbands()) listed.insert({d.source, d.kind});
-  EXPECT_EQ(listed, banded);
+  EXPECT_EQ(listed, expected_listed);
   size_t checked = 0;
   for (Source source : {Source::kNvml, Source::kDcgmExporter, Source::kSysfs, Source::kRedfish}) {
     for (ObsKind kind : AllObsKinds()) {

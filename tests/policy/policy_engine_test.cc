@@ -137,22 +137,30 @@ TEST_F(PolicyEngineTest, SameFaultAgainRestartAndNewRowIdsGiveOneAction) {
   EXPECT_EQ(RowsWith(ActionClass::kWebhook, "done"), 1u);
 }
 
-TEST_F(PolicyEngineTest, CooldownPerNodeAndClass) {
-  PolicyConfig c = Enabled({ActionClass::kWebhook});
+TEST_F(PolicyEngineTest, CooldownHoldsDisruptionNotNewsAndEndsWithoutANewDiagnosis) {
+  PolicyConfig c = Enabled({ActionClass::kDrain, ActionClass::kWebhook});
   c.cooldown_ns = 600 * kSec;
   Engine e = MakeEngine(c);
   auto a = Put(Hbm());
   ASSERT_TRUE(e.OnDiagnoses({a}, kT0 + 100 * kSec).ok());
   ASSERT_EQ(hook_.applied.size(), 1u);
-  // A different fault within the cool-down: held, stored once however often it is seen.
+  ASSERT_EQ(RowsWith(ActionClass::kDrain, "done"), 1u);
+  // A refined diagnosis of the same part within the cool-down: its notification is held.
+  auto refined = Put(MakeDiagnosis(FaultClass::kRowRemapExhausted, Action::kRma, Hbm().component, kT0 + 120 * kSec));
+  ASSERT_TRUE(e.OnDiagnoses({refined}, kT0 + 130 * kSec).ok());
+  EXPECT_EQ(hook_.applied.size(), 1u);
+  // A different part within the cool-down: its drain is held, stored once however often it
+  // is seen; its notification is news and goes at once.
   auto b = Put(MakeDiagnosis(FaultClass::kGpuFellOffBus, Action::kDrain, GpuComponent("5"), kT0 + 150 * kSec));
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(e.OnDiagnoses({b}, kT0 + (200 + i) * kSec).ok());
-  EXPECT_EQ(hook_.applied.size(), 1u);
-  EXPECT_EQ(RowsWith(ActionClass::kWebhook, "held_by_cooldown"), 1u);
-  // After it: carried out.
-  ASSERT_TRUE(e.OnDiagnoses({b}, kT0 + 701 * kSec).ok());
+  EXPECT_EQ(RowsWith(ActionClass::kDrain, "held_by_cooldown"), 2u);  // the refined one's and this one's
   EXPECT_EQ(hook_.applied.size(), 2u);
-  EXPECT_EQ(RowsWith(ActionClass::kWebhook, "done"), 2u);
+  EXPECT_EQ(RowsWith(ActionClass::kWebhook, "held_by_cooldown"), 1u);  // the refined one's only
+  // After it, held decisions are carried out even though nothing new was diagnosed.
+  ASSERT_TRUE(e.OnDiagnoses({}, kT0 + 701 * kSec).ok());
+  // One held drain goes; it starts a new cool-down that holds the other.
+  EXPECT_EQ(RowsWith(ActionClass::kDrain, "done"), 2u);
+  EXPECT_EQ(hook_.applied.size(), 3u);  // and the refined part's notification, held until now
 }
 
 TEST_F(PolicyEngineTest, BreakerHoldsDisruptiveActionsWithTheReason) {
@@ -183,7 +191,7 @@ TEST_F(PolicyEngineTest, BreakerHoldsDisruptiveActionsWithTheReason) {
   EXPECT_EQ(RowsWith(ActionClass::kDrain, "held_by_breaker"), 1u);
   fleet_.state.faultline_drains.pop_back();
   fleet_.state.faultline_drains.pop_back();
-  ASSERT_TRUE(e.OnDiagnoses({row}, now + 20 * kSec).ok());
+  ASSERT_TRUE(e.OnDiagnoses({}, now + 20 * kSec).ok());  // looked at again without a new diagnosis
   EXPECT_EQ(slurm_.applied.size(), 1u);
 }
 

@@ -79,6 +79,29 @@ TEST_F(RedfishMockBmcTest, HttpsWithCaAndSession) {
   EXPECT_EQ(r.requests, bmc_->total_requests() - 2);  // minus the session POST and DELETE
 }
 
+TEST_F(RedfishMockBmcTest, OneClientKeepsItsConnectionsAcrossRequestsAndSweeps) {
+  MockBmcOptions o;
+  o.keep_alive_timeout_s = 1;
+  Start(o);
+  CurlHttpClient http(Tls());
+  RedfishClient client(http, clock_, Client(AuthMode::kBasic));
+  RedfishCollector collector(client, {.node = "n1"});
+  SweepResult first = collector.Sweep(Deadline());
+  ASSERT_TRUE(first.errors.empty()) << first.errors[0];
+  SweepResult second = collector.Sweep(Deadline());
+  ASSERT_TRUE(second.errors.empty()) << second.errors[0];
+  EXPECT_GT(second.observations.size(), 20u);  // the SEL entries read already are not read again
+  // Dozens of requests over at most max_in_flight connections, not one handshake each.
+  EXPECT_GT(bmc_->total_requests(), 20u);
+  EXPECT_LE(bmc_->connections_seen(), static_cast<uint64_t>(Client().max_in_flight));
+  // The BMC closes idle connections (after 1 s here): the next sweep opens new ones and
+  // loses nothing.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1600));
+  SweepResult third = collector.Sweep(Deadline());
+  ASSERT_TRUE(third.errors.empty()) << third.errors[0];
+  EXPECT_EQ(third.observations.size(), second.observations.size());
+}
+
 TEST_F(RedfishMockBmcTest, TlsVerificationIsOnByDefault) {
   Start();
   SweepResult r = SweepWith(CurlOptions{}, Client());  // system trust store: the self-signed cert fails

@@ -85,6 +85,36 @@ TEST_F(SimNodeTest, NvmlStateMatchesTheSysfsTreeAndFollowsTheModel) {
   EXPECT_TRUE(seen);
 }
 
+TEST_F(SimNodeTest, NvmlStateIsRewrittenOnlyWhenWhatNvmlShowsMoves) {
+  // No noise: until the storm, nothing NVML reports moves, so the file is not rewritten
+  // (the agent's NVML source is not re-reading an identical file at every tick); once
+  // the storm counts errors it is, and shows them.
+  NodeFault storm;
+  storm.kind = NodeFaultKind::kSbeStorm;
+  storm.at = 100;
+  storm.gpu = 2;
+  storm.value = 7200;  // two a second
+  auto node = Start({storm}, NodeSpec{.bmc = false});
+  ASSERT_NE(node, nullptr);
+  const uint64_t at_start = node->stats().nvml_writes;
+  EXPECT_EQ(at_start, 1u);
+  const std::string before = Slurp(node->nvml_state_path());
+  for (double t = 10; t <= 90; t += 10) ASSERT_TRUE(node->AdvanceTo(t).ok());
+  EXPECT_EQ(node->stats().nvml_writes, at_start);
+  EXPECT_EQ(Slurp(node->nvml_state_path()), before);
+  uint64_t last = 0;
+  for (double t = 110; t <= 130; t += 10) {
+    ASSERT_TRUE(node->AdvanceTo(t).ok());
+    auto state = fake_nvml::ParseFakeNvmlState(Slurp(node->nvml_state_path()));
+    ASSERT_TRUE(state.ok()) << state.status().ToString();
+    const uint64_t sbe = state->gpus[2].ecc[0][0].value_or(0);  // corrected, volatile
+    EXPECT_GT(sbe, last) << "t=" << t;
+    last = sbe;
+    EXPECT_EQ(state->gpus[3].ecc[0][0].value_or(0), 0u);
+  }
+  EXPECT_EQ(node->stats().nvml_writes, at_start + 3);
+}
+
 TEST_F(SimNodeTest, KernelLinesAreKmsgRecordsDatedOnTheSimulatedClock) {
   NodeFault f;
   f.kind = NodeFaultKind::kDbe;

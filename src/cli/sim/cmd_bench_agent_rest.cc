@@ -52,7 +52,6 @@
 namespace faultline::cli {
 namespace {
 
-
 // A healthy HGX node with its ordinary background, for as long as the bench runs.
 constexpr char kHealthyScenario[] =
     "name: bench-agent-rest\n"
@@ -71,6 +70,9 @@ struct RestArgs {
   std::string nvml_lib;
   bool keep = false;
   bool no_sim = false;
+  // What-if schedules (0 = the agent's default): how the idle cost moves with them.
+  double evaluate_interval_s = 0;
+  double workload_interval_s = 0;
 };
 
 // What the simulated node tells the bench (one "key=value" line each).
@@ -353,8 +355,10 @@ double Percentile(std::vector<double> v, double p) {
 }
 
 daemon::AgentConfig BenchConfig(const std::string& dir, const std::string& kmsg, const NodePaths* node,
-                                const std::string& nvml_lib) {
-  daemon::AgentConfig c;  // default intervals, as deployed
+                                const std::string& nvml_lib, const RestArgs& a) {
+  daemon::AgentConfig c;  // default intervals, as deployed, unless asked otherwise
+  if (a.evaluate_interval_s > 0) c.agent.evaluate_interval_ns = static_cast<int64_t>(a.evaluate_interval_s * 1e9);
+  if (a.workload_interval_s > 0) c.workload.interval_ns = static_cast<int64_t>(a.workload_interval_s * 1e9);
   c.agent.node = "bench-node";
   c.agent.store_path = dir + "/faultline.db";
   c.agent.log_level = daemon::LogLevel::kWarn;
@@ -379,8 +383,8 @@ daemon::AgentConfig BenchConfig(const std::string& dir, const std::string& kmsg,
 void SleepFor(double seconds) { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); }
 
 int RunRest(const RestArgs& a) {
-  if (a.seconds <= 0 || a.warmup_s < 0 || a.faults < 0) {
-    std::cerr << "faultline bench agent-rest: --seconds must be > 0, --warmup and --faults >= 0\n";
+  if (a.seconds <= 0 || a.warmup_s < 0 || a.faults < 0 || a.evaluate_interval_s < 0 || a.workload_interval_s < 0) {
+    std::cerr << "faultline bench agent-rest: --seconds must be > 0, --warmup, --faults and the intervals >= 0\n";
     return kExitUsage;
   }
   std::string history;
@@ -447,7 +451,7 @@ int RunRest(const RestArgs& a) {
 
   SystemClock clock;
   daemon::Logger logger(std::cerr, daemon::LogLevel::kWarn, clock);
-  const daemon::AgentConfig config = BenchConfig(dir, kmsg, node ? &*node : nullptr, nvml_lib);
+  const daemon::AgentConfig config = BenchConfig(dir, kmsg, node ? &*node : nullptr, nvml_lib, a);
   const double cpu_before_agent = CpuSeconds();
   auto agent = daemon::Agent::Create(config, clock, logger);
   if (!agent.ok()) {
@@ -512,10 +516,14 @@ int RunRest(const RestArgs& a) {
 
   const double hours = wall / 3600;
   const daemon::AgentStats s2 = (*agent)->stats();
-  std::printf("agent-rest: %s, %.0f s at rest after %.0f s warm-up, default intervals%s\n",
-              with_node ? "simulated healthy 8-GPU node (fake NVML, fake sysfs, mock BMC, workload file)"
-                        : "kernel log only (--no-sim)",
-              wall, a.warmup_s, history.empty() ? "" : ", kernel log history loaded first");
+  std::printf(
+      "agent-rest: %s, %.0f s at rest after %.0f s warm-up, %s intervals (evaluate %.1f s, workload %.1f s)%s\n",
+      with_node ? "simulated healthy 8-GPU node (fake NVML, fake sysfs, mock BMC, workload file)"
+                : "kernel log only (--no-sim)",
+      wall, a.warmup_s, a.evaluate_interval_s > 0 || a.workload_interval_s > 0 ? "what-if" : "default",
+      static_cast<double>(config.agent.evaluate_interval_ns) / 1e9,
+      static_cast<double>(config.workload.interval_ns) / 1e9,
+      history.empty() ? "" : ", kernel log history loaded first");
   if (!history.empty()) {
     std::printf("history: %zu bytes of %s read before the rest phase\n", history.size(), a.kernel_log.c_str());
   }
@@ -616,6 +624,10 @@ void AddBenchAgentRestCommand(CliApp& app) {
   b->add_option("--nvml-lib", args->nvml_lib, "The fake libnvidia-ml.so.1 (default: the one built with faultline)");
   b->add_flag("--keep", args->keep, "Keep the run's files (store, kernel log, node) and print where");
   b->add_flag("--no-sim", args->no_sim, "No simulated node: the agent reads only the kernel log");
+  b->add_option("--evaluate-interval", args->evaluate_interval_s,
+                "What-if: [agent] evaluate_interval in seconds (default: the agent's, 5 s)");
+  b->add_option("--workload-interval", args->workload_interval_s,
+                "What-if: [workload] interval in seconds (default: the agent's, 1 s)");
   b->callback([args, &app] { app.exit_code = RunRest(*args); });
 }
 

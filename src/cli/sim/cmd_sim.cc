@@ -87,6 +87,16 @@ void PrintRun(const ScenarioRun& r, const NodeScenario& sc) {
   if (!r.workdir.empty()) std::cout << "files kept in " << r.workdir << "\n";
 }
 
+// The lockstep options `sim --agent` and `bench accuracy` share; each scenario's own
+// `agent:` block sets its schedule inside RunScenarioLockstep.
+LockstepOptions LockstepFor(const std::string& workdir, const std::string& nvml_lib, bool keep) {
+  LockstepOptions o;
+  o.workdir = workdir;
+  o.nvml_library = nvml_lib;
+  o.keep_workdir = keep;
+  return o;
+}
+
 struct SimArgs {
   std::string scenario;
   std::string workdir;
@@ -192,10 +202,7 @@ int RunSim(const SimArgs& a) {
     std::cerr << "faultline sim: " << workdir.status().message() << "\n";
     return kExitUsage;
   }
-  LockstepOptions o;
-  o.workdir = workdir->path;
-  o.nvml_library = a.nvml_lib;
-  o.keep_workdir = a.keep;
+  LockstepOptions o = LockstepFor(workdir->path, a.nvml_lib, a.keep);
   o.agent_log = &std::cerr;
   auto run = sim::RunScenarioLockstep(*sc, o);
   // The run removed its own directory; this removes --workdir only if this command made it.
@@ -304,10 +311,7 @@ int RunAccuracy(const AccuracyArgs& a) {
     std::cerr << "faultline bench accuracy: " << workdir.status().message() << "\n";
     return kExitUsage;
   }
-  LockstepOptions o;
-  o.workdir = workdir->path;
-  o.nvml_library = a.nvml_lib;
-  o.keep_workdir = a.keep;
+  const LockstepOptions o = LockstepFor(workdir->path, a.nvml_lib, a.keep);
   std::vector<ScenarioRun> runs;
   int failed = 0;
   for (const fs::path& f : files) {

@@ -13,6 +13,8 @@ constexpr Registrar kCommands[] = {
     faultline::cli::AddMockBmcCommand,
     faultline::cli::AddBenchRedfishSweepCommand,
     faultline::cli::AddBenchAgentRestCommand,
+    faultline::cli::AddBenchRemediationCommand,
+    faultline::cli::AddBenchAgentCommand,
 };
 
 }  // namespace

@@ -1,6 +1,9 @@
 #include "engine/detect/critical.h"
 
 #include <array>
+#include <charconv>
+#include <cmath>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -38,14 +41,40 @@ bool IsCriticalSxid(const Observation& obs) {
   return rule.severity == Severity::kFatal || rule.fault_class == FaultClass::kNvswitchFault;
 }
 
-// A Redfish/IPMI event the BMC itself calls Critical, about a power supply or a leak.
+// A Redfish/IPMI event the BMC itself calls Critical, about a power supply, a leak or a
+// temperature (a sensor past its critical threshold, a thermal trip, coolant).
 bool IsCriticalBmcEvent(const Observation& obs) {
   if (Attr(obs, "severity") != "Critical") return false;
+  static constexpr std::array<std::string_view, 7> kParts{"leak",    "powersupply", "power supply", "temperature",
+                                                          "thermal", "overtemp",    "coolant"};
   for (std::string_view field : {Attr(obs, "origin"), Attr(obs, "message_id"), std::string_view(obs.text)}) {
     if (Contains(field, "/PowerSupplies/") || Contains(field, "/LeakDetectors/")) return true;
-    if (ContainsLower(field, "leak") || ContainsLower(field, "powersupply") || ContainsLower(field, "power supply")) {
-      return true;
+    for (std::string_view part : kParts) {
+      if (ContainsLower(field, part)) return true;
     }
+  }
+  return false;
+}
+
+// A threshold attr ("upper_critical": the BMC's own number), when it is one.
+std::optional<double> Threshold(const Observation& obs, const char* key) {
+  const std::string_view text = Attr(obs, key);
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+// A BMC temperature (inlet, a board sensor, coolant) the BMC reports at Critical health,
+// or at or past its own upper critical (or fatal) threshold: the node is about to trip.
+bool IsCriticalThermalReading(const Observation& obs) {
+  if (obs.layer != Layer::kOob || (obs.kind != ObsKind::kTemperature && obs.kind != ObsKind::kCoolantTemp)) {
+    return false;
+  }
+  if (Attr(obs, "health") == "Critical") return true;
+  if (!obs.value) return false;
+  for (const char* key : {"upper_critical", "upper_fatal"}) {
+    if (const auto limit = Threshold(obs, key); limit && *obs.value >= *limit) return true;
   }
   return false;
 }
@@ -96,6 +125,9 @@ bool IsCritical(const Observation& obs) {
     case ObsKind::kPsuState:
     case ObsKind::kLeak:
       return IsCriticalOobReading(obs);
+    case ObsKind::kTemperature:
+    case ObsKind::kCoolantTemp:
+      return IsCriticalThermalReading(obs);
     default:
       return false;
   }

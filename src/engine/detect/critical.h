@@ -13,8 +13,10 @@
 //    (Uncorrected (Fatal), Surprise Down, DPC containment, recovery failed);
 //  - NVML: a GPU lost / reset required;
 //  - Redfish: a leak detector or PSU reading at Critical health, a PSU reported absent,
-//    and a Critical event (SSE push or event log) whose origin, MessageId or message names
-//    a power supply or a leak.
+//    a temperature or coolant reading at Critical health or at/past its own upper
+//    critical (or fatal) threshold, and a Critical event (SSE push or event log) whose
+//    origin, MessageId or message names a power supply, a leak, a temperature, a thermal
+//    trip or coolant.
 // Not critical: corrected/non-fatal errors, XID 13/31/43 (programs), warnings, periodic
 // readings in range. Being critical says "evaluate now", never what the diagnosis is.
 #pragma once

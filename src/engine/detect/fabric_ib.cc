@@ -50,6 +50,7 @@ IbFabricDetector::IbFabricDetector(const FabricOptions& options, const Topology*
 
 void IbFabricDetector::Observe(const Observation& obs) {
   if (obs.component.type != ComponentType::kIb) return;
+  ++revision_;
   const std::string end = obs.component.Id();
   switch (obs.kind) {
     case ObsKind::kIbPortState:

@@ -33,6 +33,7 @@ class IbFabricDetector final : public Detector {
   std::string_view name() const override { return "fabric_ib"; }
   void Observe(const Observation& obs) override;
   std::vector<Finding> Findings() const override;
+  std::optional<uint64_t> Revision() const override { return revision_; }
 
  private:
   struct PortState {
@@ -74,6 +75,7 @@ class IbFabricDetector final : public Detector {
   std::map<std::string, fabric::EndIssue> issues_;
   std::map<std::string, Pegged> pegged_;  // by "<end>#<counter>"
   std::set<std::string> observed_;
+  uint64_t revision_ = 0;  // Detector::Revision
 };
 
 }  // namespace faultline

@@ -96,6 +96,7 @@ void NvlinkFabricDetector::Observe(const Observation& obs) {
     default:
       return;
   }
+  ++revision_;
   const std::string end = EndId(obs);
   if (end.empty()) return;
   observed_.insert(end);

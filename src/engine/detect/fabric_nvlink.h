@@ -20,6 +20,7 @@ class NvlinkFabricDetector final : public Detector {
   std::string_view name() const override { return "fabric_nvlink"; }
   void Observe(const Observation& obs) override;
   std::vector<Finding> Findings() const override;
+  std::optional<uint64_t> Revision() const override { return revision_; }
 
  private:
   // The link end an observation is about: "nvlink/<gpu>/<link>", "nvswitch/<sw>/<port>"
@@ -36,6 +37,7 @@ class NvlinkFabricDetector final : public Detector {
   std::map<std::string, bool> was_active_;  // links seen active
   std::map<std::string, fabric::EndIssue> issues_;
   std::set<std::string> observed_;
+  uint64_t revision_ = 0;  // Detector::Revision
 };
 
 }  // namespace faultline

@@ -67,7 +67,19 @@ double PcieFabricDetector::ExpectedReplaysPerMinute(int gen, int width) const {
 
 void PcieFabricDetector::Observe(const Observation& obs) {
   if (obs.component.type == ComponentType::kPcie && !obs.component.name.empty()) {
+    ++revision_;
     pcie_by_bdf_[obs.component.name] = obs.component;
+  }
+  switch (obs.kind) {
+    case ObsKind::kPcieLinkSpeed:
+    case ObsKind::kPcieLinkGen:
+    case ObsKind::kPcieLinkWidth:
+    case ObsKind::kPcieReplay:
+    case ObsKind::kPcieAer:
+      ++revision_;
+      break;
+    default:
+      break;
   }
   switch (obs.kind) {
     case ObsKind::kPcieLinkSpeed:

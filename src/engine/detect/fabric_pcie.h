@@ -21,6 +21,7 @@ class PcieFabricDetector final : public Detector {
   std::string_view name() const override { return "fabric_pcie"; }
   void Observe(const Observation& obs) override;
   std::vector<Finding> Findings() const override;
+  std::optional<uint64_t> Revision() const override { return revision_; }
 
   // Expected replays per minute for a link (DCGM figure per lane times lanes).
   double ExpectedReplaysPerMinute(int gen, int width) const;
@@ -53,6 +54,7 @@ class PcieFabricDetector final : public Detector {
   std::map<std::string, fabric::EndIssue> replays_;      // by component id
   std::map<std::string, fabric::EndIssue> storms_;       // corrected AER, by BDF
   std::map<std::string, fabric::EndIssue> uncorrected_;  // by BDF + severity
+  uint64_t revision_ = 0;                                // Detector::Revision
 };
 
 }  // namespace faultline

@@ -28,6 +28,7 @@ class GpuLostDetector final : public Detector {
 
   void Observe(const Observation& obs) override {
     if (obs.layer != Layer::kGpu || obs.component.type != ComponentType::kGpu) return;
+    ++revision_;
     GpuState& st = gpus_[obs.component.Id()];
     if (obs.kind != ObsKind::kGpuLost) {
       st.lost = false;  // the GPU answers again (identity or a reading): a later loss is a repeat
@@ -60,11 +61,13 @@ class GpuLostDetector final : public Detector {
   }
 
   std::vector<Finding> Findings() const override { return book_.All(); }
+  std::optional<uint64_t> Revision() const override { return revision_; }
 
  private:
   GpuLostOptions options_;
   GpuFindingBook book_;
   std::map<std::string, GpuState> gpus_;
+  uint64_t revision_ = 0;
 };
 
 }  // namespace

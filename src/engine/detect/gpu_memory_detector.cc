@@ -52,6 +52,7 @@ class GpuMemoryDetector final : public Detector {
 
   void Observe(const Observation& obs) override {
     if (!IsGpuSample(obs)) return;
+    ++revision_;
     GpuState& st = gpus_[obs.component.Id()];
     switch (obs.kind) {
       case ObsKind::kEccDbe:
@@ -77,6 +78,7 @@ class GpuMemoryDetector final : public Detector {
     }
   }
 
+  std::optional<uint64_t> Revision() const override { return revision_; }
   std::vector<Finding> Findings() const override {
     std::vector<Finding> out = book_.All();
     for (Finding& f : out) {
@@ -238,6 +240,7 @@ class GpuMemoryDetector final : public Detector {
   GpuMemoryOptions options_;
   GpuFindingBook book_;
   std::map<std::string, GpuState> gpus_;
+  uint64_t revision_ = 0;
 };
 
 }  // namespace

@@ -45,6 +45,7 @@ class GpuSbeDetector final : public Detector {
 
   void Observe(const Observation& obs) override {
     if (obs.kind != ObsKind::kEccSbe || !IsGpuSample(obs) || obs.attrs.count("location") > 0) return;
+    ++revision_;
     const std::string key = obs.component.Id() + "/" + std::string(GpuAttrOr(obs, "counter", "volatile"));
     Series& s = series_[key];
     const int64_t t = SortTimeNs(obs);
@@ -63,6 +64,7 @@ class GpuSbeDetector final : public Detector {
   }
 
   std::vector<Finding> Findings() const override { return book_.All(); }
+  std::optional<uint64_t> Revision() const override { return revision_; }
 
  private:
   void RecordWindow(Series& s, int64_t t) {
@@ -158,6 +160,7 @@ class GpuSbeDetector final : public Detector {
   GpuSbeOptions options_;
   GpuFindingBook book_;
   std::map<std::string, Series> series_;
+  uint64_t revision_ = 0;
 };
 
 }  // namespace

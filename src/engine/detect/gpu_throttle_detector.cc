@@ -56,11 +56,13 @@ class GpuThrottleDetector final : public Detector {
 
   void Observe(const Observation& obs) override {
     if (!IsGpuSample(obs)) return;
+    ++revision_;
     if (obs.kind == ObsKind::kClockThrottle) return OnMask(obs);
     if (obs.kind == ObsKind::kTemperature) return OnTemperature(obs);
   }
 
   std::vector<Finding> Findings() const override { return book_.All(); }
+  std::optional<uint64_t> Revision() const override { return revision_; }
 
  private:
   void OnMask(const Observation& obs) {
@@ -198,6 +200,7 @@ class GpuThrottleDetector final : public Detector {
   GpuThrottleOptions options_;
   GpuFindingBook book_;
   std::map<std::string, GpuState> gpus_;
+  uint64_t revision_ = 0;
 };
 
 }  // namespace

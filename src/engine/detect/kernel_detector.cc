@@ -1172,6 +1172,7 @@ KernelDetector& KernelDetector::operator=(KernelDetector&&) noexcept = default;
 
 void KernelDetector::Observe(const Observation& obs) {
   if (obs.source != Source::kKmsg || !IsKernelKind(obs.kind)) return;
+  ++revision_;
   Folder(options_, *state_).Fold(obs);
 }
 

@@ -77,6 +77,9 @@ class KernelDetector final : public Detector {
   std::string_view name() const override { return "kernel"; }
   void Observe(const Observation& obs) override;
   std::vector<Finding> Findings() const override;
+  // Moves with every kernel-log observation folded (Findings() also reads the shared
+  // inventory: a caller caching on Revision() must watch that too).
+  std::optional<uint64_t> Revision() const override { return revision_; }
 
   // Entries held across every rule's state (groups, window entries, index entries): bounded
   // by the options whatever the history (tests assert it; benchmarks print it).
@@ -89,6 +92,7 @@ class KernelDetector final : public Detector {
   Inventory inventory_;
   const Inventory* shared_ = nullptr;
   std::unique_ptr<State> state_;
+  uint64_t revision_ = 0;
 };
 
 }  // namespace faultline

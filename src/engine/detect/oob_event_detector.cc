@@ -128,6 +128,7 @@ class OobEventDetector final : public Detector {
 
   void Observe(const Observation& obs) override {
     if (obs.layer != Layer::kOob) return;
+    ++revision_;
     if (obs.kind != ObsKind::kSelEntry && !(obs.kind == ObsKind::kHealth && obs.attrs.count("message_id"))) return;
     if (auto key = redfish::ParseMessageId(OobAttr(obs, "message_id"))) {
       if (auto meaning = redfish::LookupMessage(*key)) {
@@ -139,6 +140,7 @@ class OobEventDetector final : public Detector {
   }
 
   std::vector<Finding> Findings() const override { return book_.All(); }
+  std::optional<uint64_t> Revision() const override { return revision_; }
 
  private:
   void ObserveMessage(const Observation& obs, const redfish::MessageKey& key, const redfish::MessageMeaning& m) {
@@ -206,6 +208,7 @@ class OobEventDetector final : public Detector {
   }
 
   OobFindingBook book_;
+  uint64_t revision_ = 0;
 };
 
 }  // namespace

@@ -34,6 +34,7 @@ class OobPowerDetector final : public Detector {
 
   void Observe(const Observation& obs) override {
     if (obs.layer != Layer::kOob) return;
+    ++revision_;
     switch (obs.kind) {
       case ObsKind::kPsuState:
         ObservePsu(obs);
@@ -56,6 +57,7 @@ class OobPowerDetector final : public Detector {
   }
 
   std::vector<Finding> Findings() const override { return book_.All(); }
+  std::optional<uint64_t> Revision() const override { return revision_; }
 
  private:
   void ObservePsu(const Observation& obs) {
@@ -264,6 +266,7 @@ class OobPowerDetector final : public Detector {
 
   OobOptions options_;
   OobFindingBook book_;
+  uint64_t revision_ = 0;
   std::map<std::string, PsuState> psus_;
   std::map<std::string, double> input_baseline_;
   double consumed_w_ = 0;

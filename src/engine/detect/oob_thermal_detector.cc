@@ -19,6 +19,7 @@ class OobThermalDetector final : public Detector {
 
   void Observe(const Observation& obs) override {
     if (obs.layer != Layer::kOob) return;
+    ++revision_;
     switch (obs.kind) {
       case ObsKind::kTemperature:
         ObserveInlet(obs);
@@ -44,6 +45,7 @@ class OobThermalDetector final : public Detector {
   }
 
   std::vector<Finding> Findings() const override { return book_.All(); }
+  std::optional<uint64_t> Revision() const override { return revision_; }
 
  private:
   // Only the chassis intake (oob_sensor_class.h). The sensor's own thresholds and the
@@ -192,6 +194,7 @@ class OobThermalDetector final : public Detector {
 
   OobOptions options_;
   OobFindingBook book_;
+  uint64_t revision_ = 0;
   std::map<std::string, std::deque<std::pair<int64_t, double>>> history_;
   // Per inlet sensor: the thresholds and Health its fullest resource reported.
   struct SensorLimits {

@@ -72,6 +72,7 @@ void WorkloadDetector::Observe(const Observation& obs) {
   if (obs.layer != Layer::kWorkload) return;
   const std::optional<StepSample> sample = StepSampleOf(obs);
   if (!sample) return;
+  ++revision_;
   auto job = obs.attrs.find("job");
   const std::pair<std::string, ObsKind> key{job == obs.attrs.end() ? std::string() : job->second, obs.kind};
   auto it = series_.find(key);

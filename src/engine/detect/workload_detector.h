@@ -45,6 +45,7 @@ class WorkloadDetector final : public Detector {
   std::string_view name() const override { return "workload"; }
   void Observe(const Observation& obs) override;
   std::vector<Finding> Findings() const override;
+  std::optional<uint64_t> Revision() const override { return revision_; }
 
  private:
   struct Series {
@@ -53,6 +54,7 @@ class WorkloadDetector final : public Detector {
   };
   WorkloadOptions options_;
   std::map<std::pair<std::string, ObsKind>, Series> series_;  // by (job, kind)
+  uint64_t revision_ = 0;
 };
 
 std::unique_ptr<Detector> MakeWorkloadDetector(const WorkloadOptions& options = {});

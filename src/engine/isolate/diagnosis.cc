@@ -235,7 +235,7 @@ bool IsEvent(ObsKind k) { return IsKernelEventKind(k) || k == ObsKind::kSelEntry
 std::vector<const Observation*> LatestReadings(const std::vector<Observation>& observations, Layer layer) {
   std::map<std::pair<std::string, ObsKind>, const Observation*> latest;
   for (const Observation& o : observations) {
-    if (o.layer != layer || IsEvent(o.kind)) continue;
+    if (o.layer != layer || !QuotableReading(o)) continue;
     const Observation*& slot = latest[{o.component.Id(), o.kind}];
     if (slot == nullptr || SortTimeNs(o) >= SortTimeNs(*slot)) slot = &o;
   }
@@ -261,6 +261,11 @@ RuledOut RuleOut(Layer layer, bool info_only, const IsolateInput& input, const I
 }
 
 }  // namespace
+
+bool QuotableReading(const Observation& o) {
+  return std::find(kHardwareLayers.begin(), kHardwareLayers.end(), o.layer) != kHardwareLayers.end() &&
+         !IsEvent(o.kind);
+}
 
 std::vector<RuledOut> RuledOutLayers(const IsolateInput& input, const IsolateOptions& options) {
   std::vector<RuledOut> out;

@@ -28,6 +28,11 @@ RankedDiagnosis WorkloadDiagnosis(const std::vector<Node>& nodes, const std::vec
 // `none`: nothing needs doing. `informational` counts findings reported below it.
 RankedDiagnosis NoneDiagnosis(size_t ruled_out_layers, size_t informational);
 
+// Whether the isolator may quote `o` to rule its layer out: a reading of a hardware layer
+// (oob, gpu, os, fabric), not an event (log lines and SEL entries are what findings are
+// made of). BuildIsolateInput keeps only these as context.
+bool QuotableReading(const Observation& o);
+
 // Every layer with data and no warning-or-worse finding, with the healthy observations
 // that rule it out (latest reading per component and kind, capped).
 std::vector<RuledOut> RuledOutLayers(const IsolateInput& input, const IsolateOptions& options);

@@ -1,8 +1,15 @@
 #include "engine/isolate/input.h"
 
 #include <algorithm>
+#include <map>
+#include <optional>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "engine/detect/gpu_identity.h"
+#include "engine/isolate/diagnosis.h"
 
 namespace faultline {
 namespace {
@@ -19,6 +26,68 @@ void Rename(const Inventory* inventory, ComponentRef& ref) {
   if (inventory != nullptr && ref.type == ComponentType::kGpu) ref = CanonicalGpu(*inventory, ref);
 }
 
+// The isolator's context picked from every reading and report: for each hardware layer,
+// the latest quotable reading of each (component, kind) under its canonical name, the
+// first `per_layer` in (component, kind) order. The same choice (and tie-break: of two
+// equally recent readings the later one given) as the isolator's own when it quotes them
+// (diagnosis.cc LatestReadings), so the diagnoses are the ones all readings would give.
+class ContextPicker {
+ public:
+  ContextPicker(const Inventory* inventory, const IsolateWindow& window, std::set<Layer>& layers)
+      : inventory_(inventory), window_(window), layers_(layers) {}
+
+  void Offer(const Observation& o) {
+    if (!DatedInWindow(o, window_)) return;
+    layers_.insert(o.layer);
+    if (!isolate::QuotableReading(o)) return;
+    const int renamed = Renamed(o.component);
+    const ComponentRef& name = renamed < 0 ? o.component : renamed_[static_cast<size_t>(renamed)].second;
+    Candidate& slot = latest_[std::make_tuple(o.layer, name.Id(), o.kind)];
+    if (slot.obs == nullptr || SortTimeNs(o) >= SortTimeNs(*slot.obs)) slot = Candidate{&o, renamed};
+  }
+
+  void TakeInto(std::vector<Observation>& out, size_t per_layer) {
+    size_t in_layer = 0;
+    std::optional<Layer> layer;
+    for (const auto& [key, c] : latest_) {
+      if (std::get<0>(key) != layer) {
+        layer = std::get<0>(key);
+        in_layer = 0;
+      }
+      if (in_layer++ >= per_layer) continue;
+      Observation& o = out.emplace_back(*c.obs);
+      if (c.renamed >= 0) o.component = renamed_[static_cast<size_t>(c.renamed)].second;
+    }
+    latest_.clear();
+  }
+
+ private:
+  struct Candidate {
+    const Observation* obs = nullptr;
+    int renamed = -1;  // index in renamed_; -1: the name as seen
+  };
+
+  // A GPU's canonical name, worked out once per distinct reference: a node's thousand
+  // series name its handful of GPUs over and over. Only a GPU can change its name.
+  int Renamed(const ComponentRef& ref) {
+    if (inventory_ == nullptr || ref.type != ComponentType::kGpu) return -1;
+    std::vector<int>& same_name = by_name_[ref.name];  // the same name with other keys may rename otherwise
+    for (int i : same_name) {
+      if (*renamed_[static_cast<size_t>(i)].first == ref) return i;
+    }
+    renamed_.emplace_back(&ref, CanonicalGpu(*inventory_, ref));
+    same_name.push_back(static_cast<int>(renamed_.size() - 1));
+    return same_name.back();
+  }
+
+  const Inventory* inventory_;
+  IsolateWindow window_;
+  std::set<Layer>& layers_;
+  std::map<std::tuple<Layer, std::string, ObsKind>, Candidate> latest_;
+  std::vector<std::pair<const ComponentRef*, ComponentRef>> renamed_;  // as seen -> canonical
+  std::unordered_map<std::string, std::vector<int>> by_name_;          // indexes in renamed_
+};
+
 }  // namespace
 
 IsolateInput BuildIsolateInput(IsolateInputParts parts) {
@@ -31,14 +100,12 @@ IsolateInput BuildIsolateInput(IsolateInputParts parts) {
     in.layers_with_data.insert(f.layer);
     in.findings.push_back(std::move(f));
   }
-  for (auto* list : {&parts.readings, &parts.workload}) {
-    for (Observation& o : *list) {
-      if (!DatedInWindow(o, parts.window)) continue;
-      Rename(parts.inventory, o.component);
-      in.layers_with_data.insert(o.layer);
-      in.observations.push_back(std::move(o));
-    }
+  ContextPicker picker(parts.inventory, parts.window, in.layers_with_data);
+  for (const auto* list : {&parts.readings, &parts.workload}) {
+    for (const Observation& o : *list) picker.Offer(o);
   }
+  for (const Observation* o : parts.borrowed) picker.Offer(*o);
+  picker.TakeInto(in.observations, parts.context_per_layer);
   return in;
 }
 
@@ -72,9 +139,9 @@ void IsolateContext::Forget(int64_t before_ns) {
 
 IsolateInputParts IsolateContext::Parts() const {
   IsolateInputParts parts;
-  parts.readings.reserve(latest_.size());
-  for (const auto& [key, o] : latest_) parts.readings.push_back(o);
-  parts.workload.assign(workload_.begin(), workload_.end());
+  parts.borrowed.reserve(latest_.size() + workload_.size());
+  for (const auto& [key, o] : latest_) parts.borrowed.push_back(&o);
+  for (const Observation& o : workload_) parts.borrowed.push_back(&o);
   parts.inventory = &inventory_;
   return parts;
 }

@@ -29,22 +29,32 @@ struct IsolateWindow {
 };
 
 struct IsolateInputParts {
-  std::vector<Finding> findings;         // every detector's (or the store's) findings
-  std::vector<Observation> readings;     // context: the latest reading of each (component, kind)
-  std::vector<Observation> workload;     // the jobs' reports (step times, throughput)
+  std::vector<Finding> findings;      // every detector's (or the store's) findings
+  std::vector<Observation> readings;  // context: the latest reading of each (component, kind)
+  std::vector<Observation> workload;  // the jobs' reports (step times, throughput)
+  // Readings and reports borrowed from an IsolateContext (Parts) instead of copied: taken
+  // as `readings` and `workload` are; they must outlive BuildIsolateInput.
+  std::vector<const Observation*> borrowed;
   std::set<Layer> layers_with_data;      // layers read even when they yielded nothing (a clean kernel log)
   const Inventory* inventory = nullptr;  // names every GPU (CanonicalGpu); null = names as seen
   IsolateWindow window;
   bool slowdown_reported = false;  // the caller asks "why is this node slow?" (why-slow)
+  // Context readings kept per hardware layer: the isolator quotes at most
+  // IsolateOptions::max_ruled_out_evidence of them; a caller raising that raises this.
+  size_t context_per_layer = IsolateOptions{}.max_ruled_out_evidence;
 };
 
 // The isolator's input:
 //  - findings whose span overlaps the window (undated ones kept: evidence is not
 //    silently lost), each GPU component renamed to the inventory's canonical one;
-//  - as context (what rules a layer out), the readings and workload reports dated
-//    inside the window or undated, GPU components renamed the same way;
-//  - layers_with_data = the given layers plus the layer of every kept finding, reading
-//    and report;
+//  - as context, what the isolator reads of it (the healthy readings that rule a layer
+//    out, docs/isolator.md): of the readings and reports dated inside the window or
+//    undated, GPU components renamed the same way, for each hardware layer the latest
+//    reading (not an event) of each (component, kind), the first context_per_layer in
+//    (component, kind) order. Only those are copied: an agent's context holds a thousand
+//    series, and copying them all at every evaluation was most of its cost;
+//  - layers_with_data = the given layers plus the layer of every kept finding, and of
+//    every reading and report dated inside the window or undated;
 //  - slowdown_reported as given; symptom_ns unset (the workload detector's finding
 //    carries when the slowdown began).
 IsolateInput BuildIsolateInput(IsolateInputParts parts);
@@ -69,8 +79,9 @@ class IsolateContext {
   // The inventory: hand it to the detectors (DetectorContext) so they name GPUs alike.
   // Its address is stable for the context's life.
   const Inventory& inventory() const { return inventory_; }
-  // Readings, reports and the inventory (pointing into this context, which must
-  // outlive the parts); the caller adds findings, window and layers it read.
+  // Readings and reports (borrowed: pointers into this context) and the inventory; the
+  // context must outlive the parts and stay unchanged until BuildIsolateInput has run.
+  // The caller adds findings, window and layers it read.
   IsolateInputParts Parts() const;
   // Series dropped for max_readings.
   size_t readings_dropped() const { return readings_dropped_; }

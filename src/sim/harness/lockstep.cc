@@ -18,7 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int64_t kEpochNs = 1795996800LL * 1'000'000'000;  // 2026-11-30T00:00:00Z: runs are reproducible
+constexpr int64_t kEpochNs = kSimEpochNs;
 constexpr int64_t kUptimeNs = 3LL * 86400 * 1'000'000'000;  // the node booted three days before
 
 int64_t Ns(double s) { return static_cast<int64_t>(s * 1e9); }
@@ -235,9 +235,11 @@ Result<ScenarioRun> RunScenarioLockstep(const NodeScenario& scenario, const Lock
 
   std::ostringstream discard;
   daemon::Logger logger(o.agent_log ? *o.agent_log : discard, daemon::LogLevel::kWarn, clock);
-  const daemon::AgentConfig config = SimAgentConfig(**node, o, dir + "/faultline.db");
+  daemon::AgentConfig config = SimAgentConfig(**node, o, dir + "/faultline.db");
+  if (o.policy) config.policy = *o.policy;
   auto agent = CreateSimAgent(config, clock, logger);
   if (!agent.ok()) return agent.status();
+  if (o.on_agent_created) o.on_agent_created(**agent, **node);
 
   ScenarioRun run;
   run.name = scenario.name;
@@ -303,6 +305,9 @@ Result<ScenarioRun> RunScenarioLockstep(const NodeScenario& scenario, const Lock
   run.final_diagnoses = (*agent)->LastDiagnoses();
   run.agent = (*agent)->stats();
   if (Status s = (*agent)->Stop(); !s.ok()) return s;
+  // The agent goes first: its Redfish client closes the connections it keeps alive, so
+  // the mock BMC does not wait out their keep-alive timeout when the node stops.
+  agent->reset();
   run.node = (*node)->stats();
   if (!run.final_diagnoses.empty()) {
     const Diagnosis& d = run.final_diagnoses.front();

@@ -20,10 +20,14 @@
 #include "core/status.h"
 #include "core/types.h"
 #include "daemon/agent.h"
+#include "policy/config.h"
 #include "sim/node/node_scenario.h"
 #include "sim/node/sim_node.h"
 
 namespace faultline::sim {
+
+// The simulated wall clock at scenario second 0 (fixed: runs are reproducible).
+inline constexpr int64_t kSimEpochNs = 1795996800LL * 1'000'000'000;  // 2026-11-30T00:00:00Z
 
 struct LockstepOptions {
   std::string workdir;       // existing parent; each run makes <workdir>/<name>-XXXXXX
@@ -41,6 +45,11 @@ struct LockstepOptions {
   std::ostream* agent_log = nullptr;  // the agent's log lines (warn and above); null = dropped
   // Called after each evaluation (the demo prints progress); may be empty.
   std::function<void(double t, const std::vector<Diagnosis>&)> on_evaluation;
+  // Remediation (`bench remediation`): the agent's [policy] section (unset: the agent's
+  // defaults, every class a dry run), and a hook called once the agent and the node are
+  // built, before the first poll (Agent::UseActuators with the platform double, a listener).
+  std::optional<policy::PolicyConfig> policy;
+  std::function<void(daemon::Agent&, const SimNode&)> on_agent_created;
 };
 
 struct DiagnosisChange {

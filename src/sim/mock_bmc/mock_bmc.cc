@@ -218,10 +218,16 @@ std::map<std::string, uint64_t> MockBmc::request_counts() const {
   return impl_->counts;
 }
 
+uint64_t MockBmc::connections_seen() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->client_ports.size();
+}
+
 void MockBmc::ResetCounters() {
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->total_requests = 0;
   impl_->counts.clear();
+  impl_->client_ports.clear();
 }
 
 // ---- sessions ----

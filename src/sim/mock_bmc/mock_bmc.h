@@ -135,6 +135,9 @@ class MockBmc {
   uint64_t total_requests() const;
   uint64_t requests_for(const std::string& path) const;  // path without query
   std::map<std::string, uint64_t> request_counts() const;
+  // Distinct client ports requests came from: the connections used, so a client that
+  // keeps its connections alive shows few for many requests.
+  uint64_t connections_seen() const;
   void ResetCounters();
 
   // --- Sessions ---

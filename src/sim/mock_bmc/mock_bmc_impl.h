@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -62,6 +63,7 @@ struct MockBmc::Impl final : public ScenarioTarget {
   std::vector<std::string> scenario_errors;
   uint64_t total_requests = 0;
   std::map<std::string, uint64_t> counts;
+  std::set<int> client_ports;  // the loopback ports requests came from: one per connection
   uint64_t release_generation = 0;
   int stalled = 0;
   int sse_subscribers = 0;

@@ -105,6 +105,7 @@ HR MockBmc::Impl::PreRoute(const httplib::Request& req, httplib::Response& res) 
   std::unique_lock<std::mutex> lock(mu);
   ++total_requests;
   ++counts[path];
+  client_ports.insert(req.remote_port);
   FaultPlan plan = faults.Decide(req.method, path);
   if (plan.latency.count() > 0) {
     // Time out against the clock of the wait, not the scenario clock: latency is real time.

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "core/time.h"
 #include "sim/node/bmc_tree.h"
@@ -40,7 +41,69 @@ Status Append(const std::string& path, const std::string& text) {
 // The NVML "PCI bus id" form of a sysfs BDF: 8-digit domain.
 std::string NvmlBusId(const std::string& bdf) { return "0000" + bdf; }
 
-Json GpuJson(const SimGpu& g, int index, const NodeLayout& layout, bool row_remap) {
+}  // namespace
+
+// What the state file tells the fake NVML library about one GPU, as the integers NVML
+// reports (whole degrees, milliwatts, MHz): the file is made from this alone, so when no
+// GPU's view moved the file would not change, and it is neither rebuilt nor rewritten.
+// The model's temperatures drift a little at every tick; what NVML shows moves far less.
+struct SimNode::NvmlGpuView {
+  uint32_t temp_gpu = 0, temp_mem = 0, power_mw = 0, clock_sm = 0, clock_mem = 0;
+  uint64_t reasons = 0;
+  uint64_t sbe_volatile = 0, sbe_aggregate = 0, dbe_volatile = 0, dbe_aggregate = 0, sram_uncorrected = 0;
+  uint32_t remap_correctable = 0, remap_uncorrectable = 0;
+  bool remap_pending = false, remap_failure = false;
+  uint32_t retired_sbe = 0, retired_dbe = 0;
+  bool retired_pending = false;
+  uint64_t pcie_replay = 0;
+  int pcie_gen = 0, pcie_width = 0;
+  std::array<SimLink, kNvlinksPerGpu> links;
+  bool lost = false;
+
+  explicit NvmlGpuView(const SimGpu& g)
+      : temp_gpu(static_cast<uint32_t>(std::max(0.0, g.temp_gpu))),
+        temp_mem(static_cast<uint32_t>(std::max(0.0, g.temp_mem))),
+        power_mw(static_cast<uint32_t>(g.power_w * 1000)),
+        clock_sm(static_cast<uint32_t>(g.clock_sm)),
+        clock_mem(static_cast<uint32_t>(g.clock_mem)),
+        reasons(g.reasons),
+        sbe_volatile(g.sbe_volatile),
+        sbe_aggregate(g.sbe_aggregate),
+        dbe_volatile(g.dbe_volatile),
+        dbe_aggregate(g.dbe_aggregate),
+        sram_uncorrected(g.sram_uncorrected),
+        remap_correctable(g.remap_correctable),
+        remap_uncorrectable(g.remap_uncorrectable),
+        remap_pending(g.remap_pending),
+        remap_failure(g.remap_failure),
+        retired_sbe(g.retired_sbe),
+        retired_dbe(g.retired_dbe),
+        retired_pending(g.retired_pending),
+        pcie_replay(g.pcie_replay),
+        pcie_gen(g.pcie_gen),
+        pcie_width(g.pcie_width),
+        links(g.links),
+        lost(g.lost) {}
+  bool operator==(const NvmlGpuView& o) const {
+    return std::tie(temp_gpu, temp_mem, power_mw, clock_sm, clock_mem, reasons, sbe_volatile, sbe_aggregate,
+                    dbe_volatile, dbe_aggregate, sram_uncorrected, remap_correctable, remap_uncorrectable,
+                    remap_pending, remap_failure, retired_sbe, retired_dbe, retired_pending, pcie_replay, pcie_gen,
+                    pcie_width, lost) ==
+               std::tie(o.temp_gpu, o.temp_mem, o.power_mw, o.clock_sm, o.clock_mem, o.reasons, o.sbe_volatile,
+                        o.sbe_aggregate, o.dbe_volatile, o.dbe_aggregate, o.sram_uncorrected, o.remap_correctable,
+                        o.remap_uncorrectable, o.remap_pending, o.remap_failure, o.retired_sbe, o.retired_dbe,
+                        o.retired_pending, o.pcie_replay, o.pcie_gen, o.pcie_width, o.lost) &&
+           std::equal(links.begin(), links.end(), o.links.begin(), o.links.end(),
+                      [](const SimLink& a, const SimLink& b) {
+                        return a.active == b.active && a.crc_flit == b.crc_flit && a.crc_data == b.crc_data &&
+                               a.replay == b.replay && a.recovery == b.recovery;
+                      });
+  }
+};
+
+namespace {
+
+Json GpuJson(const SimNode::NvmlGpuView& g, int index, const NodeLayout& layout, bool row_remap) {
   Json j;
   j["name"] = "NVIDIA H200";
   j["uuid"] = layout.GpuUuid(index);
@@ -60,12 +123,9 @@ Json GpuJson(const SimGpu& g, int index, const NodeLayout& layout, bool row_rema
   } else {
     j["retired_pages"] = {{"sbe", g.retired_sbe}, {"dbe", g.retired_dbe}, {"pending", g.retired_pending}};
   }
-  j["temperature"] = {{"gpu", static_cast<uint32_t>(std::max(0.0, g.temp_gpu))},
-                      {"memory", static_cast<uint32_t>(std::max(0.0, g.temp_mem))},
-                      {"slowdown", 87},
-                      {"shutdown", 92}};
-  j["power"] = {{"usage_mw", static_cast<uint32_t>(g.power_w * 1000)}, {"limit_mw", 700000}};
-  j["clocks"] = {{"sm", static_cast<uint32_t>(g.clock_sm)}, {"mem", static_cast<uint32_t>(g.clock_mem)}};
+  j["temperature"] = {{"gpu", g.temp_gpu}, {"memory", g.temp_mem}, {"slowdown", 87}, {"shutdown", 92}};
+  j["power"] = {{"usage_mw", g.power_mw}, {"limit_mw", 700000}};
+  j["clocks"] = {{"sm", g.clock_sm}, {"mem", g.clock_mem}};
   j["clock_event_reasons"] = g.reasons;
   j["pcie"] = {
       {"replay", g.pcie_replay}, {"gen", g.pcie_gen}, {"max_gen", 5}, {"width", g.pcie_width}, {"max_width", 16}};
@@ -228,17 +288,26 @@ Status SimNode::PublishKmsg() {
 
 Status SimNode::PublishNvml() {
   const NodeState& s = model_->state();
+  std::vector<NvmlGpuView> views;
+  views.reserve(s.gpus.size());
+  for (const SimGpu& g : s.gpus) views.emplace_back(g);
+  if (nvml_published_ && views == last_nvml_views_ && s.nvml_init_fails == last_nvml_init_fails_) {
+    return Status::Ok();
+  }
   Json gpus = Json::array();
-  for (size_t i = 0; i < s.gpus.size(); ++i) {
-    gpus.push_back(GpuJson(s.gpus[i], static_cast<int>(i), model_->layout(), scenario_.node.row_remap));
+  for (size_t i = 0; i < views.size(); ++i) {
+    gpus.push_back(GpuJson(views[i], static_cast<int>(i), model_->layout(), scenario_.node.row_remap));
   }
   Json state = {{"gpus", std::move(gpus)}};
   if (s.nvml_init_fails) state["errors"] = {{"nvmlInit_v2", 18}};  // NVML_ERROR_LIB_RM_VERSION_MISMATCH
+  nvml_published_ = true;
+  last_nvml_views_ = std::move(views);
+  last_nvml_init_fails_ = s.nvml_init_fails;
   std::string text = state.dump();
   if (text == last_nvml_) return Status::Ok();
-  last_nvml_ = text;
+  last_nvml_ = std::move(text);
   ++stats_.nvml_writes;
-  return WriteAtomically(nvml_path_, text);
+  return WriteAtomically(nvml_path_, last_nvml_);
 }
 
 Status SimNode::PublishSysfs() {

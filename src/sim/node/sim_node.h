@@ -46,6 +46,8 @@ struct SimNodeStats {
 
 class SimNode {
  public:
+  struct NvmlGpuView;  // what the NVML state file says about one GPU (sim_node.cc)
+
   static Result<std::unique_ptr<SimNode>> Create(const NodeScenario& scenario, const SimNodeOptions& options);
   ~SimNode();
   SimNode(const SimNode&) = delete;
@@ -97,6 +99,9 @@ class SimNode {
   std::vector<SimPcieLink> sysfs_gpu_, sysfs_nic_;
   std::vector<SimIbPort> sysfs_ib_;
   std::string last_nvml_;
+  std::vector<NvmlGpuView> last_nvml_views_;  // what last_nvml_ was made from
+  bool last_nvml_init_fails_ = false;
+  bool nvml_published_ = false;
   std::string last_power_, last_thermal_, last_coolant_;
   SimNodeStats stats_;
 };

@@ -1,0 +1,315 @@
+// Evaluation when nothing is new (issue 16, "idle cost"): the pipeline reuses a
+// detector's last findings while its Revision() and the GPU inventory stay put, and the
+// answers are exactly those of asking every detector every time, findings ageing out of
+// the window included.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "daemon/pipeline.h"
+#include "daemon/sources.h"
+#include "engine/detect/all_detectors.h"
+#include "engine/detect/kernel_detector.h"
+#include "store/store.h"
+#include "test_util.h"
+
+namespace faultline::daemon {
+namespace {
+
+using testing::kSec;
+using testing::kT0;
+constexpr int64_t kMin = 60 * kSec;
+
+std::unique_ptr<Store> MemoryStore() { return std::move(Store::Open(":memory:").value()); }
+
+SourceBatch Batch(std::vector<Observation> observations) {
+  SourceBatch b;
+  b.observations = std::move(observations);
+  return b;
+}
+
+// A kernel XID line as the kmsg reader emits it, on the GPU at `bus`.
+Observation Xid(int64_t t, int code, const std::string& bus, int pid, uint64_t seq) {
+  Observation o;
+  o.time_ns = t;
+  o.seq = seq;
+  o.layer = Layer::kOs;
+  o.source = Source::kKmsg;
+  o.kind = ObsKind::kXid;
+  o.code = code;
+  const std::string bdf = "0000:" + bus + ":00.0";
+  o.component = ComponentRef{ComponentType::kGpu, bdf, {{"bdf", bdf}}};
+  o.attrs = {{"pid", std::to_string(pid)}, {"process", "train"}};
+  o.raw = "NVRM: Xid (PCI:0000:" + bus + ":00): " + std::to_string(code) + ", pid=" + std::to_string(pid) +
+          ", name=train, synthetic";
+  return o;
+}
+
+// The kernel's "GPU at PCI:" identity line: teaches the inventory a GPU's UUID.
+Observation GpuIdentityLine(int64_t t, const std::string& bus, const std::string& uuid, uint64_t seq) {
+  Observation o = Xid(t, 0, bus, 0, seq);
+  o.kind = ObsKind::kGpuIdentity;
+  o.code.reset();
+  o.attrs = {{"uuid", uuid}};
+  o.raw = "NVRM: GPU at PCI:0000:" + bus + ":00: " + uuid;
+  return o;
+}
+
+// An NVML reading of gpu/<index>.
+Observation Nvml(int64_t t, ObsKind kind, double value, int index, std::map<std::string, std::string> attrs = {}) {
+  Observation o;
+  o.time_ns = t;
+  o.layer = Layer::kGpu;
+  o.source = Source::kNvml;
+  o.component = GpuComponent(std::to_string(index));
+  o.kind = kind;
+  o.value = value;
+  o.attrs = std::move(attrs);
+  o.raw = std::string(ToString(kind)) + "=" + std::to_string(value);
+  return o;
+}
+
+// A BMC power supply reading (value: Redfish health, 2 = Critical).
+Observation Psu(int64_t t, double health) {
+  Observation o;
+  o.time_ns = t;
+  o.layer = Layer::kOob;
+  o.source = Source::kRedfish;
+  o.component = ComponentRef{ComponentType::kPsu, "psu/1", {}};
+  o.kind = ObsKind::kPsuState;
+  o.value = health;
+  o.attrs = {{"state", "Enabled"}, {"health", health >= 2 ? "Critical" : "OK"}};
+  o.raw = "PowerSupplies/1 health=" + std::to_string(health);
+  return o;
+}
+
+// One step of the script: what arrives before the evaluation at `t`.
+struct Step {
+  int64_t t = 0;
+  std::vector<std::pair<Layer, SourceBatch>> batches;
+};
+
+// A scripted day in the life of a node: kernel faults, GPU readings, a PSU that fails
+// and recovers, a job's step times, long silences across the window's edge (findings
+// must age out exactly as without the cache), and an inventory change (a GPU's UUID
+// learnt) that renames a kernel finding's component.
+std::vector<Step> Script(int64_t window_ns) {
+  std::vector<Step> steps;
+  uint64_t seq = 1;
+  int64_t t = kT0;
+  auto at = [&](int64_t dt) {
+    t += dt;
+    steps.push_back(Step{t, {}});
+    return &steps.back().batches;
+  };
+  for (int i = 0; i < 6; ++i) {  // a quiet start: readings only
+    auto* b = at(5 * kSec);
+    b->push_back({Layer::kGpu, Batch({Nvml(t, ObsKind::kTemperature, 40 + i % 2, 0, {{"sensor", "gpu"}})})});
+    b->push_back({Layer::kWorkload, Batch({testing::Step(t, 1.0)})});
+  }
+  at(5 * kSec)->push_back({Layer::kOs, Batch({Xid(t, 13, "18", 4100, seq++), Xid(t + 1, 13, "18", 4101, seq++)})});
+  at(5 * kSec);  // nothing new
+  at(5 * kSec)->push_back({Layer::kOs, Batch({Xid(t, 48, "2a", 4200, seq++)})});
+  at(5 * kSec);
+  at(5 * kSec)->push_back({Layer::kOob, Batch({Psu(t, 2)})});
+  for (int i = 0; i < 4; ++i) at(5 * kSec);  // silence
+  at(5 * kSec)->push_back({Layer::kOob, Batch({Psu(t, 0)})});
+  at(5 * kSec)->push_back({Layer::kOs, Batch({GpuIdentityLine(t, "2a", "GPU-1111-2222", seq++)})});
+  at(5 * kSec)->push_back({Layer::kGpu, Batch({Nvml(t, ObsKind::kEccDbe, 1, 3, {{"counter", "volatile"}})})});
+  at(5 * kSec)->push_back({Layer::kOs, Batch({Xid(t, 79, "5d", 0, seq++)})});
+  for (int i = 0; i < 3; ++i) at(5 * kSec);
+  // Silence past the window: every finding ages out, a few evaluations apart.
+  for (int64_t s = 0; s < window_ns + 2 * kMin; s += kMin) at(kMin);
+  at(5 * kSec)->push_back({Layer::kOs, Batch({Xid(t, 13, "18", 4300, seq++)})});
+  for (int i = 0; i < 3; ++i) at(5 * kSec);
+  for (int64_t s = 0; s < window_ns + kMin; s += 30 * kSec) at(30 * kSec);
+  return steps;
+}
+
+struct Played {
+  std::vector<EvaluateResult> results;
+  std::vector<Finding> stored_findings;
+  PipelineStats stats;
+};
+
+Played Play(const std::vector<Step>& script, int64_t window_ns, bool reuse) {
+  auto store = MemoryStore();
+  PipelineOptions options;
+  options.window_ns = window_ns;
+  options.reuse_unchanged_findings = reuse;
+  Pipeline pipeline(*store, "node7", options, nullptr);
+  Played run;
+  for (const Step& step : script) {
+    for (const auto& [layer, batch] : step.batches) {
+      auto stored = pipeline.Ingest(layer, batch);
+      EXPECT_TRUE(stored.ok()) << stored.status().ToString();
+    }
+    auto result = pipeline.Evaluate(step.t);
+    EXPECT_TRUE(result.ok()) << result.status().ToString();
+    if (result.ok()) run.results.push_back(*result);
+  }
+  auto rows = store->ListFindings(RecordQuery{});
+  EXPECT_TRUE(rows.ok());
+  if (rows.ok()) {
+    for (const auto& row : rows->rows) run.stored_findings.push_back(row.value);
+  }
+  run.stats = pipeline.stats();
+  return run;
+}
+
+TEST(DaemonEvaluateCache, SameAnswersWithAndWithoutTheCacheFindingsAgeingOutIncluded) {
+  const int64_t window = 10 * kMin;
+  const std::vector<Step> script = Script(window);
+  const Played cached = Play(script, window, true);
+  const Played fresh = Play(script, window, false);
+  ASSERT_EQ(cached.results.size(), script.size());
+  ASSERT_EQ(fresh.results.size(), script.size());
+  bool faulted = false, aged_out = false;
+  for (size_t i = 0; i < script.size(); ++i) {
+    SCOPED_TRACE("evaluation " + std::to_string(i));
+    EXPECT_EQ(cached.results[i].findings_stored, fresh.results[i].findings_stored);
+    EXPECT_EQ(cached.results[i].diagnosis_stored, fresh.results[i].diagnosis_stored);
+    EXPECT_EQ(cached.results[i].diagnoses, fresh.results[i].diagnoses);
+    const bool fault =
+        !fresh.results[i].diagnoses.empty() && fresh.results[i].diagnoses.front().fault_class != FaultClass::kNone;
+    if (fault) faulted = true;
+    if (faulted && !fault) aged_out = true;
+  }
+  // The script means something: a fault was diagnosed and later left the window.
+  EXPECT_TRUE(faulted);
+  EXPECT_TRUE(aged_out);
+  EXPECT_EQ(cached.stored_findings, fresh.stored_findings);
+  EXPECT_GT(cached.stored_findings.size(), 3u);
+  // ...and the cache did its work: most detector calls were saved.
+  EXPECT_EQ(fresh.stats.detector_reuses, 0u);
+  EXPECT_GT(cached.stats.detector_reuses, cached.stats.detector_recomputations);
+  EXPECT_LT(cached.stats.findings_compared, fresh.stats.findings_compared);
+  EXPECT_GT(cached.stats.isolations_skipped, 0u);
+  EXPECT_EQ(fresh.stats.isolations_skipped, 0u);
+}
+
+TEST(DaemonEvaluateCache, AnUnchangedDetectorIsNotAskedAgain) {
+  auto store = MemoryStore();
+  Pipeline pipeline(*store, "node7", PipelineOptions{}, nullptr);
+  const size_t detectors = DetectorTable().size();
+  ASSERT_TRUE(pipeline.Ingest(Layer::kOs, Batch({Xid(kT0, 79, "18", 0, 1)})).ok());
+  ASSERT_TRUE(pipeline.Evaluate(kT0 + kSec).ok());
+  PipelineStats s = pipeline.stats();
+  EXPECT_EQ(s.detector_recomputations, detectors);  // the first evaluation asks everyone
+  EXPECT_EQ(s.recomputations_by_detector["kernel"], 1u);
+
+  // Nothing new: nobody is asked, nothing is compared with the store again.
+  for (int i = 2; i < 12; ++i) {
+    auto r = pipeline.Evaluate(kT0 + i * kSec);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->findings_stored, 0u);
+    ASSERT_FALSE(r->diagnoses.empty());
+    EXPECT_EQ(r->diagnoses.front().fault_class, FaultClass::kGpuFellOffBus);
+  }
+  s = pipeline.stats();
+  EXPECT_EQ(s.detector_recomputations, detectors);
+  EXPECT_EQ(s.detector_reuses, 10 * detectors);
+  const uint64_t compared = s.findings_compared;
+
+  // A GPU temperature reading moves the GPU detectors, never the kernel one.
+  ASSERT_TRUE(
+      pipeline.Ingest(Layer::kGpu, Batch({Nvml(kT0 + 12 * kSec, ObsKind::kTemperature, 41, 0, {{"sensor", "gpu"}})}))
+          .ok());
+  ASSERT_TRUE(pipeline.Evaluate(kT0 + 13 * kSec).ok());
+  s = pipeline.stats();
+  EXPECT_EQ(s.recomputations_by_detector["kernel"], 1u);
+  EXPECT_EQ(s.recomputations_by_detector["gpu_throttle"], 2u);
+  EXPECT_EQ(s.recomputations_by_detector["oob_power"], 1u);
+  EXPECT_EQ(s.recomputations_by_detector["workload"], 1u);
+  EXPECT_EQ(s.findings_compared, compared);  // the kernel's finding is not compared again
+
+  // A kernel line moves the kernel detector.
+  ASSERT_TRUE(pipeline.Ingest(Layer::kOs, Batch({Xid(kT0 + 14 * kSec, 13, "2a", 77, 2)})).ok());
+  ASSERT_TRUE(pipeline.Evaluate(kT0 + 15 * kSec).ok());
+  s = pipeline.stats();
+  EXPECT_EQ(s.recomputations_by_detector["kernel"], 2u);
+  EXPECT_GT(s.findings_compared, compared);
+}
+
+TEST(DaemonEvaluateCache, AnInventoryChangeRecomputesAndRenamesTheGpu) {
+  // NVML names the GPU at bus 18: index 4 (an identity reading fills the inventory).
+  Observation id = Nvml(kT0 + 2 * kSec, ObsKind::kGpuIdentity, 0, 4);
+  id.component.keys = {{"bdf", "0000:18:00.0"}, {"uuid", "GPU-aaaa"}, {"index", "4"}};
+  for (bool reuse : {true, false}) {
+    SCOPED_TRACE(reuse ? "cache" : "no cache");
+    auto store = MemoryStore();
+    PipelineOptions options;
+    options.reuse_unchanged_findings = reuse;
+    Pipeline pipeline(*store, "node7", options, nullptr);
+    ASSERT_TRUE(pipeline.Ingest(Layer::kOs, Batch({Xid(kT0, 79, "18", 0, 1)})).ok());
+    auto before = pipeline.Evaluate(kT0 + kSec);
+    ASSERT_TRUE(before.ok());
+    ASSERT_FALSE(before->diagnoses.empty());
+    EXPECT_EQ(before->diagnoses.front().component.Id(), "gpu/0000:18:00.0");
+    ASSERT_TRUE(pipeline.Ingest(Layer::kGpu, Batch({id})).ok());
+    auto after = pipeline.Evaluate(kT0 + 3 * kSec);
+    ASSERT_TRUE(after.ok());
+    ASSERT_FALSE(after->diagnoses.empty());
+    EXPECT_EQ(after->diagnoses.front().component.Id(), "gpu/4");
+    EXPECT_EQ(pipeline.stats().recomputations_by_detector["kernel"], 2u);
+  }
+}
+
+TEST(DetectorRevision, MovesOnlyForWhatTheDetectorReads) {
+  KernelDetector kernel;
+  auto gpu = MakeAllDetectors({});
+  ASSERT_TRUE(kernel.Revision().has_value());
+  const uint64_t r0 = *kernel.Revision();
+  kernel.Observe(Nvml(kT0, ObsKind::kTemperature, 40, 0, {{"sensor", "gpu"}}));
+  kernel.Observe(Psu(kT0, 0));
+  kernel.Observe(testing::Step(kT0, 1.0));
+  EXPECT_EQ(*kernel.Revision(), r0);
+  const std::vector<Finding> before = kernel.Findings();
+  kernel.Observe(Xid(kT0, 79, "18", 0, 1));
+  EXPECT_NE(*kernel.Revision(), r0);
+  EXPECT_NE(kernel.Findings(), before);
+  // Every detector of the table tracks its revision, and a kernel line moves none
+  // but the kernel detector's.
+  for (auto& d : gpu) {
+    SCOPED_TRACE(std::string(d->name()));
+    ASSERT_TRUE(d->Revision().has_value());
+    const uint64_t r = *d->Revision();
+    d->Observe(Xid(kT0, 13, "18", 5, 2));
+    if (d->name() == "kernel") {
+      EXPECT_NE(*d->Revision(), r);
+    } else {
+      EXPECT_EQ(*d->Revision(), r);
+    }
+  }
+}
+
+// An idle job-less node: the workload file, drained every second, costs no store commit
+// while it does not move (it used to save the same cursor every second).
+TEST(DaemonIdle, AnUnchangedWorkloadCursorIsNotHandedOverAgain) {
+  testing::ScratchDir dir("idle_workload");
+  const std::string path = dir.File("steps.log");
+  testing::AppendText(path, "job=a step=1 step_time_s=1\n");
+  FakeClock clock(kT0, testing::kBoot);
+  auto source = MakeWorkloadFileSource(path, "node7", clock, std::nullopt);
+  const int64_t far = int64_t{1} << 62;
+  auto first = source->Poll(far);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first->observations.size(), 1u);
+  ASSERT_EQ(first->cursors.size(), 1u);
+  for (int i = 0; i < 3; ++i) {
+    auto idle = source->Poll(far);
+    ASSERT_TRUE(idle.ok());
+    EXPECT_TRUE(idle->observations.empty());
+    EXPECT_TRUE(idle->cursors.empty());
+  }
+  testing::AppendText(path, "job=a step=2 step_time_s=1\n");
+  auto more = source->Poll(far);
+  ASSERT_TRUE(more.ok());
+  EXPECT_EQ(more->observations.size(), 1u);
+  ASSERT_EQ(more->cursors.size(), 1u);
+  EXPECT_NE(more->cursors.front().value, first->cursors.front().value);
+}
+
+}  // namespace
+}  // namespace faultline::daemon
