@@ -175,6 +175,7 @@ Status ReadRedfish(SectionReader& r, RedfishSection& s) {
   r.ReadDuration("interval", s.interval_ns);
   r.ReadDuration("sweep_deadline", s.sweep_deadline_ns);
   r.Read("events", s.events);
+  r.Read("wait_for_events", s.wait_for_events);
   return r.Finish();
 }
 Status ReadSysfs(SectionReader& r, SysfsSection& s) {
@@ -378,6 +379,7 @@ allow_http = false                         # allow a plain http:// url (credenti
 interval = "60s"
 sweep_deadline = "120s"
 events = true                              # follow the BMC's SSE event stream when it offers one
+wait_for_events = false                    # hand a pushed event over at once, not at the next sweep (experimental)
 
 [sysfs]
 enabled = true

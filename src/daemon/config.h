@@ -60,6 +60,9 @@ struct RedfishSection {
   int64_t interval_ns = 60'000'000'000;
   int64_t sweep_deadline_ns = 120'000'000'000;
   bool events = true;  // follow the EventService SSE stream when advertised
+  // Hand a pushed event over at once (the source waits on the stream between sweeps)
+  // instead of at the next sweep. Off by default: see remote_sources.cc.
+  bool wait_for_events = false;
 };
 
 struct SysfsSection {

@@ -147,10 +147,11 @@ Outcome Engine::Carry(Decision d, const LedgerEntry* previous, int64_t now_ns, S
   }
   // The cool-down guards the node against flapping disruption: any disruptive class done on
   // the node holds the next. A notification, ticket or bundle is held only after one about the
-  // same part: a corrected diagnosis naming another part is news, and holding it would leave
-  // on-call with the first, wrong story; a refinement of the same part's story is not.
+  // same part or the same fault class: a corrected diagnosis naming another class on another
+  // part is news, and holding it would leave on-call with the first, wrong story; a
+  // refinement of one part's story, or one fault renamed, is not.
   const bool disruptive = actions::IsDisruptive(d.action_class);
-  if (const int64_t last = ledger_.LastDone(d.action_class, disruptive ? "" : d.diagnosis.component.Id());
+  if (const int64_t last = ledger_.LastDone(d.action_class, disruptive ? "" : FaultKey(d.diagnosis));
       last != 0 && now_ns - last < config_.cooldown_ns) {
     return Record(d, State::kHeldByCooldown, false,
                   std::string(actions::ToString(d.action_class)) + " done on this node at " + FormatIso8601(last) +

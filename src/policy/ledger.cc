@@ -104,12 +104,22 @@ bool Ledger::Resolved(const std::string& incident, int64_t diagnosis_id) const {
   return resolved_incidents_.count(incident) > 0 || resolved_diagnoses_.count(diagnosis_id) > 0;
 }
 
-int64_t Ledger::LastDone(actions::ActionClass c, std::string_view component) const {
+namespace {
+// Faults are "<fault class>|<component id>"; related when either half is the same (one part
+// may be named two ways in one run, gpu/1 and pcie/0000:04:00.0; one class may be refined).
+bool RelatedFault(std::string_view a, std::string_view b) {
+  const size_t ia = a.find('|');
+  const size_t ib = b.find('|');
+  if (ia == std::string_view::npos || ib == std::string_view::npos) return a == b;
+  return a.substr(0, ia) == b.substr(0, ib) || a.substr(ia + 1) == b.substr(ib + 1);
+}
+}  // namespace
+
+int64_t Ledger::LastDone(actions::ActionClass c, std::string_view related_to) const {
   int64_t last = 0;
   for (const auto& [key, e] : latest_) {
     if (e.action_class != c || e.state != State::kDone || e.record.dry_run) continue;
-    // fault = "<fault class>|<component id>"
-    if (!component.empty() && std::string_view(e.fault).substr(e.fault.find('|') + 1) != component) continue;
+    if (!related_to.empty() && !RelatedFault(e.fault, related_to)) continue;
     // An operator's resolve ends the cool-down: a new fault after a repair is news.
     if (Resolved(e.incident, e.record.diagnosis_id.value_or(0))) continue;
     last = std::max(last, e.record.time_ns);

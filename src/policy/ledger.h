@@ -66,8 +66,9 @@ class Ledger {
   bool Resolved(const std::string& incident, int64_t diagnosis_id) const;
   // The last time a `c` action of this node was done for real for an incident not resolved
   // since; 0 when none.
-  // `component` (an id, "" = any): only decisions about that part.
-  int64_t LastDone(actions::ActionClass c, std::string_view component = {}) const;
+  // `related_to` (a FaultKey, "" = any): only decisions about the same fault class or the
+  // same part.
+  int64_t LastDone(actions::ActionClass c, std::string_view related_to = {}) const;
   // A decision of class `c` for this fault (FaultKey) is done, in flight, held or failing
   // (dry runs too when `include_dry_run`), and not resolved.
   bool OpenIncident(actions::ActionClass c, const std::string& fault, bool include_dry_run) const;

@@ -163,6 +163,7 @@ class DaemonRedfishWake : public ::testing::Test {
     config_.redfish.ca_file = bmc_->ca_cert_path();
     // Neither the sweep nor the timer would come in the test's lifetime.
     config_.redfish.interval_ns = kHour;
+    config_.redfish.wait_for_events = true;  // the opt-in early hand-over under test
     config_.agent.evaluate_interval_ns = kHour;
   }
 

@@ -278,7 +278,13 @@ void RedfishClient::Logout() {
   req.url = *url;
   req.headers = {{"X-Auth-Token", token}};
   req.timeout_ms = options_.request_timeout_ms;
-  (void)http_.Send(req);  // best effort: the BMC expires sessions on its own too
+  // Best effort (the BMC expires sessions on its own too), but a BMC has few session slots:
+  // one more try when the first fails, since a kept-alive connection the BMC closed while
+  // idle (or one a cancelled sweep left) fails the first request sent on it.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto r = http_.Send(req);
+    if (r.ok() && (r->status < 500 || r->status >= 600)) return;
+  }
 }
 
 }  // namespace faultline::redfish
