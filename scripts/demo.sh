@@ -8,7 +8,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-build/faultline}
-"$bin" sim --scenario scenarios/demo-psu-degrading-power-brake.yaml --agent
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$bin" sim --scenario scenarios/demo-psu-degrading-power-brake.yaml --agent --workdir "$work" --keep
+# The assistant over the store the agent left: the same diagnosis explained, with its
+# evidence ids and the runbook sections from kb/ (offline: no model is called).
+store=$(ls -d "$work"/*/faultline.db 2>/dev/null | head -1)
+if [ -n "$store" ]; then
+  echo
+  echo "==== faultline ask \"why is this node slow?\" (offline, kb/) ===="
+  "$bin" ask --store "$store" --kb kb "why is this node slow?" || true
+fi
 echo
 echo "More: scenarios/ holds $(ls scenarios/*.yaml | wc -l) scenarios;" \
   "'$bin bench accuracy --scenarios scenarios' scores them all;" \

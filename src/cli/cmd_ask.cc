@@ -10,6 +10,7 @@
 #include <iostream>
 #include <memory>
 
+#include "api/provider.h"
 #include "assistant/ask.h"
 #include "assistant/llm_client.h"
 #include "assistant/retriever.h"
@@ -139,7 +140,6 @@ int Run(const AskArgs& args) {
     std::cerr << "faultline ask: --llm-url and --llm-model go together\n";
     return kExitUsage;
   }
-  const std::string node = args.node.empty() ? HostName() : args.node;
   if (!std::filesystem::exists(args.store)) {
     std::cerr << "faultline ask: no store at " << args.store << "\n";
     return kExitUsage;
@@ -159,6 +159,16 @@ int Run(const AskArgs& args) {
   }
 
   Store& s = **store;
+  // Without --node: this host when the store has it, else the node the store heard from
+  // last (a store copied from another node, or what `sim --keep` left), as `serve` does.
+  std::string node = args.node;
+  if (node.empty()) {
+    node = HostName();
+    auto latest = s.LatestDiagnosis(node);
+    if (!latest.ok() || !latest->has_value()) {
+      if (auto newest = api::NewestNode(s); newest.ok()) node = *newest;
+    }
+  }
   std::string kb_note;
   TempIndex temp;  // declared before kb: removed after the index is closed
   std::unique_ptr<assistant::Retriever> kb = OpenKnowledgeBase(args, s, kb_note, temp.path);
@@ -242,7 +252,7 @@ void AddAskCommand(CliApp& app) {
       "Exit code: 0 when answered, 1 when the store could not be read, 2 for bad options or no store.");
   cmd->add_option("question", args->question, "The question, in quotes")->required();
   cmd->add_option("--store", args->store, "Agent store (default /var/lib/faultline/faultline.db)");
-  cmd->add_option("--node", args->node, "Node name as the agent stored it (default: this host's name)");
+  cmd->add_option("--node", args->node, "Node name as the agent stored it (default: this host's name, else the store's newest node)");
   cmd->add_option("--since", args->since, "Window start (ISO 8601, or a duration like 2h = 2h ago); default open");
   cmd->add_option("--until", args->until, "Window end (ISO 8601 or duration ago); default open");
   cmd->add_option("--llm-url", args->llm_url,
