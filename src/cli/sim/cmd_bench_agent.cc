@@ -156,16 +156,6 @@ nlohmann::json SummaryJson(const sim::AgentBenchSummary& s, const std::vector<st
           {"misses", s.misses}};
 }
 
-std::vector<fs::path> ScenarioFiles(const std::string& dir, std::error_code& ec) {
-  std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    const std::string ext = e.path().extension().string();
-    if (e.is_regular_file() && (ext == ".yaml" || ext == ".yml" || ext == ".json")) files.push_back(e.path());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
 // The knowledge base (--kb, else ./kb when it exists), indexed once into `index_dir` for
 // every scenario. Past incidents are not added: each scenario's store is its own node's
 // history, and one scenario's incidents must not answer another's question.

@@ -231,16 +231,6 @@ nlohmann::json StormJson(const sim::StormReport& st) {
           {"wall_s", st.wall_s}};
 }
 
-std::vector<fs::path> ScenarioFiles(const std::string& dir, std::error_code& ec) {
-  std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    const std::string ext = e.path().extension().string();
-    if (e.is_regular_file() && (ext == ".yaml" || ext == ".yml" || ext == ".json")) files.push_back(e.path());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
 // The storm's source: --storm-scenario, else the first scenario (by name) whose truth
 // warrants a drain and whose run requested a correct one.
 const ScenarioRemediation* PickStormSource(const std::vector<ScenarioRemediation>& runs, const std::string& name) {

@@ -289,19 +289,12 @@ nlohmann::json ReportJson(const sim::AccuracyReport& rep, const std::vector<Scen
 
 int RunAccuracy(const AccuracyArgs& a) {
   std::error_code ec;
-  std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(a.dir, ec)) {
-    const std::string ext = e.path().extension().string();
-    if (e.is_regular_file() && (ext == ".yaml" || ext == ".yml" || ext == ".json") &&
-        (a.filter.empty() || e.path().filename().string().find(a.filter) != std::string::npos)) {
-      files.push_back(e.path());
-    }
-  }
+  std::vector<fs::path> files = ScenarioFiles(a.dir, ec);
   if (ec) {
     std::cerr << "faultline bench accuracy: " << a.dir << ": " << ec.message() << "\n";
     return kExitUsage;
   }
-  std::sort(files.begin(), files.end());
+  std::erase_if(files, [&a](const fs::path& f) { return f.filename().string().find(a.filter) == std::string::npos; });
   if (files.empty()) {
     std::cerr << "faultline bench accuracy: no scenario files (*.yaml, *.json) in " << a.dir << "\n";
     return kExitUsage;
@@ -351,6 +344,16 @@ void AddRunOptions(CLI::App* cmd, std::string& workdir, std::string& nvml_lib, b
 }
 
 }  // namespace
+
+std::vector<fs::path> ScenarioFiles(const std::string& dir, std::error_code& ec) {
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string ext = e.path().extension().string();
+    if (e.is_regular_file() && (ext == ".yaml" || ext == ".yml" || ext == ".json")) files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
 
 void AddSimCommand(CliApp& app) {
   auto args = std::make_shared<SimArgs>();

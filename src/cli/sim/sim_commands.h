@@ -3,6 +3,11 @@
 // faultline binary, which hands these subcommands to faultline-sim (cmd_sim_delegate.cc).
 #pragma once
 
+#include <filesystem>
+#include <string>
+#include <system_error>
+#include <vector>
+
 #include "cli/commands.h"
 
 namespace faultline::cli {
@@ -13,5 +18,9 @@ void AddBenchRedfishSweepCommand(CliApp& app);
 void AddBenchAgentRestCommand(CliApp& app);  // `bench agent-rest` (issue 16)
 void AddBenchRemediationCommand(CliApp& app);  // `bench remediation` (issue 11)
 void AddBenchAgentCommand(CliApp& app);  // `bench agent` (issue 13)
+
+// The scenario files of a directory (.yaml, .yml, .json), sorted by name; `ec` is set when
+// the directory cannot be read. Shared by the scenario benches (accuracy, remediation, agent).
+std::vector<std::filesystem::path> ScenarioFiles(const std::string& dir, std::error_code& ec);
 
 }  // namespace faultline::cli
