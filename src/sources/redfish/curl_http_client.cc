@@ -18,6 +18,7 @@ struct Transfer {
   const std::function<bool(std::string_view)>* on_data = nullptr;
   bool stopped_by_caller = false;
   const std::atomic<bool>* cancel = nullptr;
+  bool answered = false;  // the status line came: a later receive error cut the response
 };
 
 size_t OnBody(char* data, size_t size, size_t n, void* user) {
@@ -40,6 +41,7 @@ size_t OnBody(char* data, size_t size, size_t n, void* user) {
 
 size_t OnHeader(char* data, size_t size, size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
+  t->answered = true;
   std::string_view line(data, size * n);
   size_t colon = line.find(':');
   if (colon != std::string_view::npos) {
@@ -70,6 +72,9 @@ Status CurlError(CURLcode rc, const Transfer& t) {
       return Status(StatusCode::kTimeout, what);
     case CURLE_PARTIAL_FILE:
     case CURLE_RECV_ERROR:
+      // Before any answer it is the connection that failed (a peer that reset it, a TLS
+      // alert such as a refused client certificate), not a truncated body.
+      if (!t.answered) return Status(StatusCode::kUnavailable, what);
       return Status(StatusCode::kCorrupt, "truncated body: " + what);
     case CURLE_WRITE_ERROR:
       if (t.too_large) return Status(StatusCode::kCorrupt, "body exceeds the size limit");
