@@ -12,6 +12,8 @@
 
 #include "api/provider.h"
 #include "assistant/ask.h"
+#include "assistant/kb/incidents.h"
+#include "assistant/kb/knowledge_base.h"
 #include "assistant/llm_client.h"
 #include "assistant/retriever.h"
 #include "assistant/tools.h"
@@ -20,10 +22,6 @@
 #include "core/time.h"
 #include "daemon/why_slow.h"
 #include "store/store.h"
-#if FAULTLINE_HAVE_KB
-#include "assistant/kb/incidents.h"
-#include "assistant/kb/knowledge_base.h"
-#endif
 
 namespace faultline::cli {
 namespace {
@@ -77,7 +75,6 @@ bool ParseBound(const std::string& text, int64_t now_ns, int64_t& out) {
 // Past incidents (resolved diagnoses) in `store` are indexed too.
 std::unique_ptr<assistant::Retriever> OpenKnowledgeBase(const AskArgs& args, Store& store, std::string& note,
                                                         std::filesystem::path& temp_index) {
-#if FAULTLINE_HAVE_KB
   std::string dir = args.kb_dir;
   if (dir.empty()) {
     for (const char* candidate : {"/usr/share/faultline/kb", "kb"}) {
@@ -117,13 +114,6 @@ std::unique_ptr<assistant::Retriever> OpenKnowledgeBase(const AskArgs& args, Sto
     note = "past incidents not searched: " + incidents.status().message();
   }
   return std::move(kb).value();
-#else
-  (void)args;
-  (void)store;
-  (void)temp_index;
-  note = "this build has no knowledge base (faultline_kb): answering without runbook sections";
-  return nullptr;
-#endif
 }
 
 int Run(const AskArgs& args) {
@@ -252,7 +242,8 @@ void AddAskCommand(CliApp& app) {
       "Exit code: 0 when answered, 1 when the store could not be read, 2 for bad options or no store.");
   cmd->add_option("question", args->question, "The question, in quotes")->required();
   cmd->add_option("--store", args->store, "Agent store (default /var/lib/faultline/faultline.db)");
-  cmd->add_option("--node", args->node, "Node name as the agent stored it (default: this host's name, else the store's newest node)");
+  cmd->add_option("--node", args->node,
+                  "Node name as the agent stored it (default: this host's name, else the store's newest node)");
   cmd->add_option("--since", args->since, "Window start (ISO 8601, or a duration like 2h = 2h ago); default open");
   cmd->add_option("--until", args->until, "Window end (ISO 8601 or duration ago); default open");
   cmd->add_option("--llm-url", args->llm_url,
