@@ -193,7 +193,7 @@ Status Agent::EvaluateNow() {
   if (result.ok() && listener) listener(*result, clock_.MonotonicNs());
   // Its rows are committed: the policy may act on the new diagnosis (never fatal).
   // (No remediation when Create failed before building it: the destructor's Stop runs this.)
-  if (result.ok() && remediation_) remediation_->AfterEvaluation(*result, node_, clock_.NowNs());
+  if (result.ok() && remediation_) remediation_->AfterEvaluation(*result, clock_.NowNs());
   if (result.ok() && notes_) notes_->AfterEvaluation(*result, clock_.NowNs());
   std::lock_guard<std::mutex> lock(mu_);
   ++stats_.evaluations;

@@ -15,9 +15,12 @@ Result<std::unique_ptr<Remediation>> Remediation::Create(const policy::PolicyCon
 
 Remediation::Remediation(const policy::PolicyConfig& config, Store& store, std::string node,
                          std::vector<actions::Actuator*> actuators, actions::FleetView* fleet, Logger& logger)
-    : config_(config), engine_(config, store, std::move(node), std::move(actuators), fleet), logger_(logger) {}
+    : config_(config),
+      node_(node),
+      engine_(config, store, std::move(node), std::move(actuators), fleet),
+      logger_(logger) {}
 
-void Remediation::AfterEvaluation(const EvaluateResult& result, const std::string& node, int64_t now_ns) {
+void Remediation::AfterEvaluation(const EvaluateResult& result, int64_t now_ns) {
   if (!started_) {
     // The first call finishes what a crash left "decided" (Engine::Start) before anything new.
     started_ = true;
@@ -31,7 +34,7 @@ void Remediation::AfterEvaluation(const EvaluateResult& result, const std::strin
   }
   std::vector<Row<Diagnosis>> rows;
   if (result.diagnosis_stored && !result.diagnoses.empty()) {
-    rows.push_back(Row<Diagnosis>{.id = result.diagnosis_id, .node = node, .value = result.diagnoses.front()});
+    rows.push_back(Row<Diagnosis>{.id = result.diagnosis_id, .node = node_, .value = result.diagnoses.front()});
   }
   // Nothing new: held and failed decisions still deserve a look, but not at every
   // evaluation (a held drain reads the fleet each time it is looked at).

@@ -37,15 +37,15 @@ class Remediation {
  public:
   // With the actuators the config asks for (policy::BuildActuators). Errors name the
   // policy key; the agent refuses to start on them.
-  static Result<std::unique_ptr<Remediation>> Create(const policy::PolicyConfig& config, Store& store,
-                                                     std::string node, Logger& logger);
+  static Result<std::unique_ptr<Remediation>> Create(const policy::PolicyConfig& config, Store& store, std::string node,
+                                                     Logger& logger);
   // With borrowed actuators (the simulator's platform doubles, tests): they and `fleet`
   // must outlive this object; `fleet` may be null (disruptive classes are then held).
   Remediation(const policy::PolicyConfig& config, Store& store, std::string node,
               std::vector<actions::Actuator*> actuators, actions::FleetView* fleet, Logger& logger);
 
   // After one evaluation whose rows are committed.
-  void AfterEvaluation(const EvaluateResult& result, const std::string& node, int64_t now_ns);
+  void AfterEvaluation(const EvaluateResult& result, int64_t now_ns);
   RemediationStats stats() const { return stats_; }
 
  private:
@@ -54,6 +54,7 @@ class Remediation {
 
   std::unique_ptr<policy::ActuatorSet> owned_;  // null when the actuators are borrowed
   policy::PolicyConfig config_;
+  std::string node_;  // the store's node name (the diagnoses' rows)
   policy::Engine engine_;
   Logger& logger_;
   bool started_ = false;

@@ -15,9 +15,9 @@ namespace faultline::cli {
 void AddSimCommand(CliApp& app);  // also `bench accuracy`
 void AddMockBmcCommand(CliApp& app);
 void AddBenchRedfishSweepCommand(CliApp& app);
-void AddBenchAgentRestCommand(CliApp& app);  // `bench agent-rest` (issue 16)
+void AddBenchAgentRestCommand(CliApp& app);    // `bench agent-rest` (issue 16)
 void AddBenchRemediationCommand(CliApp& app);  // `bench remediation` (issue 11)
-void AddBenchAgentCommand(CliApp& app);  // `bench agent` (issue 13)
+void AddBenchAgentCommand(CliApp& app);        // `bench agent` (issue 13)
 
 // The scenario files of a directory (.yaml, .yml, .json), sorted by name; `ec` is set when
 // the directory cannot be read. Shared by the scenario benches (accuracy, remediation, agent).

@@ -521,10 +521,10 @@ Result<StormReport> RunStorm(const std::string& source, double onset_s, const st
         if (!id.ok()) return id.status();
         ++rep.replayed_rows;
         daemon::EvaluateResult er{.diagnosis_stored = true, .diagnosis_id = *id, .diagnoses = {d}};
-        n.step->AfterEvaluation(er, n.name, now_ns);
+        n.step->AfterEvaluation(er, now_ns);
         fed = true;
       }
-      if (!fed) n.step->AfterEvaluation(daemon::EvaluateResult{}, n.name, now_ns);  // an evaluation, nothing new
+      if (!fed) n.step->AfterEvaluation(daemon::EvaluateResult{}, now_ns);  // an evaluation, nothing new
     }
   }
 
