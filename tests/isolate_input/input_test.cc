@@ -177,11 +177,17 @@ TEST(BuildIsolateInputTest, ARaisedQuoteLimitKeepsMoreContext) {
   EXPECT_EQ(fabric, 20u);
   IsolateOptions wide;
   wide.max_ruled_out_evidence = 100;
-  for (const RuledOut& r : Isolate(in, wide).front().ruled_out) {
+  // Keep the diagnoses alive: a range-for over a member of a temporary reads freed memory.
+  const std::vector<Diagnosis> diagnoses = Isolate(in, wide);
+  ASSERT_FALSE(diagnoses.empty());
+  bool saw_fabric = false;
+  for (const RuledOut& r : diagnoses.front().ruled_out) {
     if (r.layer == Layer::kFabric) {
+      saw_fabric = true;
       EXPECT_EQ(r.evidence.size(), 20u);
     }
   }
+  EXPECT_TRUE(saw_fabric);
 }
 
 TEST(BuildIsolateInputTest, TheLatestReadingUnderTheCanonicalNameWins) {
