@@ -1,0 +1,91 @@
+// What agents publish to NATS JetStream and the fleet analyzer consumes (docs/fleet.md).
+//
+// One NATS message carries one Envelope: a batch of a node's stored observations (in
+// store order, change-only as stored), or one finding, diagnosis, action, or one fleet
+// diagnosis published by the analyzer. Subjects are
+//   faultline.<site>.<rack>.<node>.<kind>
+// with each token made safe for NATS (SubjectToken). The message id (JetStream's
+// Nats-Msg-Id header) names the stored rows it carries, so a re-sent batch is dropped by
+// the server's duplicate window and, past that window, by the analyzer (Envelope::msg_id).
+//
+// Messages come from the network: Decode never throws, bounds every size and count, and
+// rejects what it cannot read whole with kCorrupt (malformed) or kInvalidArgument (over
+// the limits). Encode/Decode round-trip every field of every record.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "core/types.h"
+#include "store/records.h"
+
+namespace faultline::fleet {
+
+// Where a node sits: the first three subject tokens after "faultline".
+struct NodePlace {
+  std::string site = "default";
+  std::string rack = "default";
+  std::string node;
+  bool operator==(const NodePlace&) const = default;
+};
+
+enum class RecordKind { kObservations, kFinding, kDiagnosis, kAction, kFleetDiagnosis };
+std::string_view ToString(RecordKind k);  // "obs", "finding", "diagnosis", "action", "fleet"
+std::optional<RecordKind> ParseRecordKind(std::string_view s);
+
+// A diagnosis the fleet analyzer makes about several nodes or about one node among its
+// peers (a straggler). `linked` names the per-node diagnoses it explains ("<node>#<row id>"),
+// so the policy acts on this one and not on N per-node RMAs.
+struct FleetDiagnosis {
+  std::string id;          // stable across re-evaluations and restarts (e.g. "pdu/rack12-a/<first_ns>")
+  std::string cause;       // "straggler", "pdu", "feed", "cooling_loop", "cable", "switch", "driver", "rack"
+  std::string component;   // what to touch: "pdu/rack12-a", "cable/C-0193", "node/n07/gpu/3", "switch/leaf-07"
+  FaultClass fault_class = FaultClass::kNone;
+  Action action = Action::kNone;
+  Severity severity = Severity::kWarning;
+  double confidence = 0.0;
+  int64_t first_ns = 0;
+  int64_t last_ns = 0;
+  std::vector<std::string> nodes;   // nodes affected, sorted
+  std::vector<std::string> linked;  // "<node>#<diagnosis row id>", sorted
+  std::string job;                  // straggler: the job whose peers it was compared with
+  std::string summary;
+  std::vector<Evidence> evidence;
+  std::vector<Diagnosis> node_diagnoses;  // straggler: the node isolator's answer for the window
+  bool operator==(const FleetDiagnosis&) const = default;
+};
+
+struct Envelope {
+  RecordKind kind = RecordKind::kObservations;
+  NodePlace place;
+  std::string msg_id;  // "<node>/<kind>/<first row id>[-<last row id>]"; unique per record
+  int64_t sent_ns = 0;
+  int64_t row_id = 0;                      // finding/diagnosis/action: the agent's store row id
+  std::vector<Observation> observations;   // kObservations, oldest first
+  std::vector<int64_t> observation_ids;    // their store row ids (same length)
+  std::optional<Finding> finding;
+  std::optional<Diagnosis> diagnosis;
+  std::optional<ActionRecord> action;
+  std::optional<FleetDiagnosis> fleet;
+  bool operator==(const Envelope&) const = default;
+};
+
+struct WireLimits {
+  size_t max_message_bytes = 1 << 20;  // NATS' default max_payload is 1 MiB
+  size_t max_observations = 20000;     // per batch
+  size_t max_field_bytes = 64 << 10;   // any one string
+};
+
+// "faultline.<site>.<rack>.<node>.<kind>". Tokens: '.', '*', '>', whitespace and control
+// characters become '_'; an empty token becomes "_".
+std::string Subject(const NodePlace& place, RecordKind kind);
+std::string SubjectToken(std::string_view s);
+
+std::string Encode(const Envelope& e);
+Result<Envelope> Decode(std::string_view bytes, const WireLimits& limits = {});
+
+}  // namespace faultline::fleet
