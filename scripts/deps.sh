@@ -12,6 +12,7 @@ PACKAGES=(
   libvectorscan-dev libcpp-httplib-dev libyaml-cpp-dev libtomlplusplus-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libxapian-dev     # assistant knowledge base index (src/assistant/kb)
+  libnats-dev       # fleet transport: NATS JetStream C client (src/fleet/nats)
   openssl curl sqlite3 gzip
 )
 TEST_PACKAGES=(
@@ -19,6 +20,7 @@ TEST_PACKAGES=(
   prometheus        # tests/api/prometheus_test.sh: Prometheus scrapes `faultline serve`; promtool
   chromium fonts-dejavu-core  # tests/dashboard/browser_test.sh: the dashboard in headless Chromium
   systemd           # tests/deploy: systemd-analyze verify on the unit (nothing is started)
+  nats-server       # tests/fleet_nats: a real nats-server -js (and a 3-server cluster) on loopback
 )
 if [ "${1:-}" = "--test" ]; then PACKAGES+=("${TEST_PACKAGES[@]}"); fi
 

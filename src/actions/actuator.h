@@ -81,6 +81,18 @@ class Actuator {
   virtual Result<Observed> Observe(const Decision& decision) = 0;
 };
 
+// A platform where faultline's own cordon or drain can be undone (`faultline resolve`,
+// docs/remediation.md "Resolve"). Revert returns the decision's node to service only when
+// the cordon/drain there is faultline's AND was made for this decision (Slurm: the drain
+// reason names "d<diagnosis id>"; Kubernetes: our cordoned-by mark and the decision key):
+// kPermissionDenied, nothing done, when it is someone else's or another decision's; OK,
+// nothing done, when the node is not cordoned at all. Safe to call again.
+class Reverter {
+ public:
+  virtual ~Reverter() = default;
+  virtual Status Revert(const Decision& decision) = 0;
+};
+
 // The breaker's view of the fleet, read from shared state the cluster already has (the
 // Slurm or Kubernetes node list), not from a protocol of our own.
 struct FleetDrain {

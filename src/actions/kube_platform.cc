@@ -88,6 +88,28 @@ Status KubernetesPlatform::Apply(const Decision& d) {
   return Status::Ok();
 }
 
+Status KubernetesPlatform::Revert(const Decision& d) {
+  const std::string node = NodeFor(d);
+  auto st = kube_.GetNodeState(node);
+  if (!st.ok()) return st.status();
+  if (!st->unschedulable) return Status::Ok();
+  if (st->cordoned_by != kube_.options().identity) {
+    return Status(StatusCode::kPermissionDenied, node + " is cordoned by someone else: left cordoned");
+  }
+  if (st->decision != d.key) {
+    return Status(StatusCode::kPermissionDenied, node + " is cordoned by faultline for another decision (" +
+                                                     st->decision + "): left cordoned");
+  }
+  // Marks first, cordon last: a failure half-way leaves the node out of service (and still
+  // ours, so running resolve again finishes), never back in service with a stale taint.
+  if (Status s = kube_.Untaint(node); !s.ok()) return s;
+  NodeConditionUpdate condition{ConditionTypeForLayer(d.diagnosis.layer), false, "Resolved",
+                                "faultline: resolved d" + std::to_string(d.diagnosis_id)};
+  if (Status s = kube_.SetCondition(node, condition); !s.ok()) return s;
+  if (Status s = kube_.Uncordon(node); !s.ok()) return s;
+  return kube_.PostEvent(node, {"FaultlineUncordon", "uncordoned: " + Describe(d) + " resolved", false});
+}
+
 Result<FleetState> KubernetesPlatform::Read() {
   auto nodes = kube_.ListNodes();
   if (!nodes.ok()) return nodes.status();

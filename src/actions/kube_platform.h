@@ -17,6 +17,10 @@
 //  - Read (FleetView): every node the API server lists; those unschedulable with a
 //    faultline.io/cordoned-by mark (any faultline identity: the breaker counts every
 //    deployment's cordons) with the time of faultline.io/cordoned-at (0 when absent).
+//  - Revert (`faultline resolve`): only a cordon carrying our cordoned-by mark and this
+//    decision's key is undone: the taint and the layer's condition (set False) go, the
+//    node is uncordoned (marks removed) and a Normal event says so. Someone else's cordon,
+//    or ours for another decision, is kPermissionDenied with nothing touched.
 //  - Borrows the KubernetesActuator; never logs (the token stays inside it).
 #pragma once
 
@@ -31,7 +35,7 @@ struct KubePlatformOptions {
   std::string node;  // the Kubernetes node name; "" = Decision::target_node
 };
 
-class KubernetesPlatform final : public Actuator, public FleetView {
+class KubernetesPlatform final : public Actuator, public FleetView, public Reverter {
  public:
   KubernetesPlatform(KubernetesActuator& kube, KubePlatformOptions options = {});
 
@@ -39,6 +43,7 @@ class KubernetesPlatform final : public Actuator, public FleetView {
   Status Apply(const Decision& decision) override;
   Result<Observed> Observe(const Decision& decision) override;
   Result<FleetState> Read() override;
+  Status Revert(const Decision& decision) override;
 
   // The node a decision acts on.
   std::string NodeFor(const Decision& decision) const;

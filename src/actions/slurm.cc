@@ -215,4 +215,9 @@ Status SlurmActuator::ResumeIfOurs(const std::string& name, const std::string& d
   return Status::Ok();
 }
 
+Status SlurmActuator::Revert(const Decision& decision) {
+  return ResumeIfOurs(decision.target_node.empty() ? decision.node : decision.target_node,
+                      "d" + std::to_string(decision.diagnosis_id));
+}
+
 }  // namespace faultline::actions

@@ -51,7 +51,7 @@ Result<std::vector<SlurmNode>> ParseSinfoNodes(std::string_view text);
 // "2026-12-01T18:50:50" in the local time zone (how Slurm prints) -> UTC ns; 0 when unparsable.
 int64_t ParseSlurmTime(std::string_view text);
 
-class SlurmActuator final : public Actuator, public FleetView {
+class SlurmActuator final : public Actuator, public FleetView, public Reverter {
  public:
   SlurmActuator(ipmi::CommandRunner& runner, SlurmOptions options = {});
 
@@ -68,6 +68,8 @@ class SlurmActuator final : public Actuator, public FleetView {
   // `diagnosis_tag` ("d42"); kPermissionDenied when the drain is someone else's, OK and
   // nothing done when the node is not drained.
   Status ResumeIfOurs(const std::string& name, const std::string& diagnosis_tag);
+  // ResumeIfOurs(decision.target_node, "d<decision.diagnosis_id>").
+  Status Revert(const Decision& decision) override;
 
  private:
   Result<std::string> Run(std::vector<std::string> argv);

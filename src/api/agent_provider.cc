@@ -3,9 +3,8 @@
 #include <algorithm>
 #include <string>
 
-#include "actions/slurm.h"
+#include "policy/actuators.h"
 #include "policy/resolve.h"
-#include "sources/ipmi/command_runner.h"
 
 namespace faultline::api {
 
@@ -31,10 +30,14 @@ std::optional<daemon::LatencyHistogram> AgentProvider::EvaluationLatency() { ret
 
 Result<Json> AgentProvider::Resolve(int64_t diagnosis_id, const std::string& fixed_by) {
   const policy::PolicyConfig& policy = agent_.config().policy;
-  ipmi::ProcessRunner runner;
-  actions::SlurmActuator slurm(runner);
-  actions::SlurmActuator* resume = policy.platform == "slurm" ? &slurm : nullptr;
-  auto r = policy::ResolveIncident(agent_.store(), diagnosis_id, fixed_by, resume, policy.slurm_node, clock_.NowNs());
+  // The platform the agent's own policy acts on (its own actuators: they are used by the
+  // evaluating thread, and a resolve must not wait for a drain in progress).
+  auto platform = policy::BuildActuators(policy);
+  if (!platform.ok()) return platform.status();
+  // Kubernetes names its node itself (kubernetes_node, else the one recorded with the cordon).
+  const std::string target = policy.platform == "slurm" ? policy.slurm_node : "";
+  auto r = policy::ResolveIncident(agent_.store(), diagnosis_id, fixed_by, (*platform)->reverter(), target,
+                                   clock_.NowNs());
   if (!r.ok()) return r.status();
   agent_.RequestEvaluationNow();  // the policy sees the resolution at once
   return Json{{"resolved", diagnosis_id},

@@ -9,8 +9,15 @@
 // the server's duplicate window and, past that window, by the analyzer (Envelope::msg_id).
 //
 // Messages come from the network: Decode never throws, bounds every size and count, and
-// rejects what it cannot read whole with kCorrupt (malformed) or kInvalidArgument (over
-// the limits). Encode/Decode round-trip every field of every record.
+// rejects what it cannot read whole with kCorrupt (malformed), kInvalidArgument (over
+// the limits) or kUnsupported (a wire version this binary does not read). Encode/Decode
+// round-trip every field of every record.
+//
+// Format (docs/fleet.md "Wire format"), version kWireVersion: one JSON header line
+// ({"v":1,"kind":"obs","site":..,"rack":..,"node":..,"msg_id":..,"sent_ns":..,"row_id":..,"n":..}),
+// then for kObservations n lines of tab-separated, backslash-escaped fields (one per
+// observation; parsed with std::from_chars, several million a second on one core), and
+// for the other kinds one line of the record's JSON (core/json.h field names).
 #pragma once
 
 #include <cstdint>
@@ -19,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/json.h"
 #include "core/status.h"
 #include "core/types.h"
 #include "store/records.h"
@@ -59,6 +67,12 @@ struct FleetDiagnosis {
   bool operator==(const FleetDiagnosis&) const = default;
 };
 
+// JSON field names as for the core types (used in the wire format, snapshots and --json).
+void to_json(Json& j, const FleetDiagnosis& v);
+void from_json(const Json& j, FleetDiagnosis& v);
+
+inline constexpr int kWireVersion = 1;
+
 struct Envelope {
   RecordKind kind = RecordKind::kObservations;
   NodePlace place;
@@ -66,7 +80,7 @@ struct Envelope {
   int64_t sent_ns = 0;
   int64_t row_id = 0;                      // finding/diagnosis/action: the agent's store row id
   std::vector<Observation> observations;   // kObservations, oldest first
-  std::vector<int64_t> observation_ids;    // their store row ids (same length)
+  std::vector<int64_t> observation_ids;    // their store row ids (same length; Encode writes 0 for missing ones)
   std::optional<Finding> finding;
   std::optional<Diagnosis> diagnosis;
   std::optional<ActionRecord> action;
@@ -85,7 +99,18 @@ struct WireLimits {
 std::string Subject(const NodePlace& place, RecordKind kind);
 std::string SubjectToken(std::string_view s);
 
+// "<node>/<kind>/<first>" or "<node>/<kind>/<first>-<last>" (last != first): the message
+// id of a record or of a batch of stored rows.
+std::string MakeMsgId(std::string_view node, RecordKind kind, int64_t first_row_id, int64_t last_row_id);
+
+// Encode writes only the payload of e.kind (observations for kObservations, the finding
+// for kFinding, ...). Encoding a record kind whose payload is unset writes "null", which
+// Decode rejects.
 std::string Encode(const Envelope& e);
 Result<Envelope> Decode(std::string_view bytes, const WireLimits& limits = {});
+
+// Bytes one observation takes in an encoded batch (its line, with the newline), so a
+// publisher can cut batches under WireLimits::max_message_bytes without encoding twice.
+size_t EncodedSize(const Observation& obs, int64_t row_id);
 
 }  // namespace faultline::fleet

@@ -36,6 +36,7 @@ Status KeyError(const std::string& key, const Status& s) {
 void AddSlurm(ActuatorSet& set, ipmi::CommandRunner& runner) {
   auto slurm = std::make_unique<actions::SlurmActuator>(runner);
   set.SetFleet(slurm.get());
+  set.SetReverter(slurm.get());
   set.Add(std::move(slurm));
 }
 
@@ -72,6 +73,7 @@ Status AddKubernetes(const PolicyConfig& config, const ActuatorDeps& deps, Actua
   auto platform =
       std::make_unique<actions::KubernetesPlatform>(*client, actions::KubePlatformOptions{config.kubernetes_node});
   set.SetFleet(platform.get());
+  set.SetReverter(platform.get());
   set.Add(std::move(platform));
   return Status::Ok();
 }

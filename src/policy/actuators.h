@@ -14,7 +14,6 @@
 // Nothing contacts a platform while building: errors are configuration errors (an
 // unreadable kubeconfig or webhook secret, a bad URL or command) naming the policy key.
 #pragma once
-#pragma once
 
 #include <memory>
 #include <string>
@@ -45,6 +44,9 @@ class ActuatorSet {
   // Borrowed views for policy::Engine; valid while the set lives.
   const std::vector<actions::Actuator*>& actuators() const { return actuators_; }
   actions::FleetView* fleet() const { return fleet_; }
+  // What undoes faultline's cordon/drain on the platform (`faultline resolve`); null for
+  // platform "none".
+  actions::Reverter* reverter() const { return reverter_; }
 
   // Used by the builder (and tests) to hand over ownership.
   void Add(std::unique_ptr<actions::Actuator> actuator);
@@ -55,12 +57,14 @@ class ActuatorSet {
     return raw;
   }
   void SetFleet(actions::FleetView* fleet) { fleet_ = fleet; }
+  void SetReverter(actions::Reverter* reverter) { reverter_ = reverter; }
 
  private:
   std::vector<std::shared_ptr<void>> keep_;  // runners, clients: destroyed after the actuators
   std::vector<std::unique_ptr<actions::Actuator>> owned_;
   std::vector<actions::Actuator*> actuators_;
   actions::FleetView* fleet_ = nullptr;
+  actions::Reverter* reverter_ = nullptr;
 };
 
 // What the builder borrows from its caller; every field may stay empty.

@@ -23,10 +23,24 @@ bool IsOurDrain(const LedgerEntry& e) {
          (e.state == State::kDone || e.state == State::kDecided) && !e.record.dry_run;
 }
 
+// The decision the drain was made for, as the platform saw it (its key is what Kubernetes
+// recorded on the node; its diagnosis id what Slurm's reason names).
+actions::Decision DecisionFor(const LedgerEntry& e, const Row<Diagnosis>& diagnosis, const std::string& target) {
+  actions::Decision d;
+  d.key = e.key;
+  d.node = diagnosis.node;
+  d.target_node = target;
+  d.action_class = *e.action_class;
+  d.diagnosis_id = diagnosis.id;
+  d.diagnosis = diagnosis.value;
+  d.time_ns = e.record.time_ns;
+  return d;
+}
+
 }  // namespace
 
 Result<ResolveResult> ResolveIncident(Store& store, int64_t diagnosis_id, const std::string& fixed_by,
-                                      actions::SlurmActuator* slurm, const std::string& target_node, int64_t now_ns) {
+                                      actions::Reverter* platform, const std::string& target_node, int64_t now_ns) {
   if (fixed_by.empty()) return Status(StatusCode::kInvalidArgument, "--fixed-by must say what fixed it");
   auto found = FindDiagnosis(store, diagnosis_id);
   if (!found.ok()) return found.status();
@@ -49,11 +63,11 @@ Result<ResolveResult> ResolveIncident(Store& store, int64_t diagnosis_id, const 
     auto it = e->record.attrs.find("target_node");
     const std::string target = !target_node.empty() ? target_node : it != e->record.attrs.end() ? it->second : node;
     result.target_node = target;
-    if (slurm == nullptr) {
-      result.notes.push_back("no Slurm actuator: " + target + " not resumed");
+    if (platform == nullptr) {
+      result.notes.push_back("no platform to act on: " + target + " not returned to service");
       continue;
     }
-    Status resumed = slurm->ResumeIfOurs(target, "d" + std::to_string(diagnosis_id));
+    Status resumed = platform->Revert(DecisionFor(*e, result.diagnosis, target));
     if (resumed.code() == StatusCode::kPermissionDenied) {
       result.notes.push_back(resumed.message());
       continue;

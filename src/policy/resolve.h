@@ -1,7 +1,8 @@
 // Closing an incident (`faultline resolve --diagnosis ID --fixed-by "..."`): the operator
-// says the part is fixed. Resumes the Slurm node only when faultline drained it for this
-// diagnosis and the drain is still faultline's (an operator's drain, or one made for another
-// open diagnosis, is left alone), then stores a "resolved" row (ledger.h) so the policy and
+// says the part is fixed. Returns the node to service (Slurm resume, Kubernetes uncordon:
+// actions::Reverter) only when faultline drained or cordoned it for this diagnosis and the
+// drain is still faultline's (an operator's drain, or one made for another open diagnosis,
+// is left alone), then stores a "resolved" row (ledger.h) so the policy and
 // `check --slurm` stop acting on the incident and it can be found later.
 #pragma once
 
@@ -9,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "actions/slurm.h"
+#include "actions/actuator.h"
 #include "core/status.h"
 #include "store/records.h"
 
@@ -27,11 +28,11 @@ struct ResolveResult {
   std::vector<std::string> notes;  // what was done or left alone, and why
 };
 
-// `slurm` may be null (no Slurm here: nothing to resume; the incident is still closed).
-// `target_node` overrides the Slurm node recorded with the drain. Errors: kNotFound for an
-// unknown diagnosis id; a failed resume is returned as the error and nothing is stored, so
-// the operator can run it again.
+// `platform` may be null (no platform here: nothing to return to service; the incident is
+// still closed). `target_node` overrides the platform node recorded with the drain. Errors:
+// kNotFound for an unknown diagnosis id; a failed resume is returned as the error and
+// nothing is stored, so the operator can run it again.
 Result<ResolveResult> ResolveIncident(Store& store, int64_t diagnosis_id, const std::string& fixed_by,
-                                      actions::SlurmActuator* slurm, const std::string& target_node, int64_t now_ns);
+                                      actions::Reverter* platform, const std::string& target_node, int64_t now_ns);
 
 }  // namespace faultline::policy

@@ -137,6 +137,59 @@ TEST_F(KubePlatformTest, CordonDecisionLeavesCordonMarksTaintConditionAndOneEven
   EXPECT_EQ(*platform.Observe(d), Observed::kNotInEffect);
 }
 
+TEST_F(KubePlatformTest, RevertUndoesOnlyOurCordonForThisDecision) {
+  auto kube = MakeKube();
+  KubernetesPlatform platform(*kube);
+  const Decision d = MakeDecision(ActionClass::kCordon);
+
+  // Not cordoned: nothing to undo, nothing written.
+  ASSERT_TRUE(platform.Revert(d).ok());
+  EXPECT_EQ(Count("PATCH", ""), 0u);
+
+  ASSERT_TRUE(platform.Apply(d).ok());
+  // Another decision's cordon (a later fault on the same node) is not this resolve's to undo.
+  Decision other = d;
+  other.key = "gpu-node-1|cordon|nvlink_errors|nvlink/1/4|1767229200000000000";
+  const Status refused = platform.Revert(other);
+  EXPECT_EQ(refused.code(), StatusCode::kPermissionDenied) << refused.ToString();
+  EXPECT_EQ(api_->Node("gpu-node-1")["spec"]["unschedulable"], true);
+  EXPECT_EQ(Annotation(kDecisionAnnotation), d.key);
+
+  ASSERT_TRUE(platform.Revert(d).ok());
+  const Json node = api_->Node("gpu-node-1");
+  EXPECT_NE(node["spec"].value("unschedulable", false), true);
+  EXPECT_EQ(Annotation(kCordonedByAnnotation), "");
+  EXPECT_EQ(Annotation(kDecisionAnnotation), "");
+  EXPECT_TRUE(node["spec"].value("taints", Json::array()).empty());
+  const Json gpu = Condition("FaultlineGPUProblem");
+  ASSERT_TRUE(gpu.is_object());
+  EXPECT_EQ(gpu["status"], "False");
+  ASSERT_EQ(api_->Events().size(), 2u);
+  EXPECT_EQ(api_->Events()[1]["reason"], "FaultlineUncordon");
+  EXPECT_EQ(api_->Events()[1]["type"], "Normal");
+  EXPECT_EQ(*platform.Observe(d), Observed::kNotInEffect);
+
+  // Again (a second resolve): the node is in service, nothing more is written.
+  const size_t patches = Count("PATCH", "");
+  ASSERT_TRUE(platform.Revert(d).ok());
+  EXPECT_EQ(Count("PATCH", ""), patches);
+  EXPECT_TRUE(api_->Violations().empty()) << api_->Violations().front();
+}
+
+TEST_F(KubePlatformTest, RevertLeavesSomeoneElsesCordonAlone) {
+  auto kube = MakeKube();
+  KubernetesPlatform platform(*kube);
+  for (const Json& patch : {Json{{"spec", {{"unschedulable", true}}}},
+                            Json{{"spec", {{"unschedulable", true}}},
+                                 {"metadata", {{"annotations", {{kCordonedByAnnotation, "other-site"}}}}}}}) {
+    api_->MergeIntoNode("gpu-node-1", patch);
+    EXPECT_EQ(platform.Revert(MakeDecision(ActionClass::kDrain)).code(), StatusCode::kPermissionDenied);
+    EXPECT_EQ(api_->Node("gpu-node-1")["spec"]["unschedulable"], true);
+  }
+  EXPECT_EQ(Count("PATCH", ""), 0u);
+  EXPECT_TRUE(api_->Events().empty());
+}
+
 TEST_F(KubePlatformTest, SomeoneElsesCordonIsOtherOwnerAndLeftUntouched) {
   auto kube = MakeKube();
   KubernetesPlatform platform(*kube);
