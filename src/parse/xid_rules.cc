@@ -99,8 +99,10 @@ XidRule FromBucket(std::string_view bucket) {
 }
 
 // An SXid's reading by NVIDIA's recovery for it (sxid_catalog_data.inc). A port whose
-// traffic a fatal SXid stopped: the job on it died; drain, then reset the GPUs and
-// NVSwitch (restart the guest VM on virtualized systems); a repeat names the switch.
+// traffic a fatal SXid stopped: the job on it died; reset the GPUs on it (restart the guest
+// VM on virtualized systems), or reboot the node where every GPU and NVSwitch must be reset
+// (on an HGX baseboard the switches are reset with the node). The policy drains before
+// either; a repeat names the switch (the fabric detector).
 XidRule FromSxidRecovery(SxidRecovery r) {
   switch (r) {
     case SxidRecovery::kNone:
@@ -114,9 +116,9 @@ XidRule FromSxidRecovery(SxidRecovery r) {
     case SxidRecovery::kRestartGuestVm:
       return {FC::kNvswitchFault, L::kFabric, A::kResetGpu, S::kCritical, true};
     case SxidRecovery::kResetGpuAndSwitch:
-      return {FC::kNvswitchFault, L::kFabric, A::kDrain, S::kCritical, true};
+      return {FC::kNvswitchFault, L::kFabric, A::kRebootNode, S::kCritical, true};
     case SxidRecovery::kRestartHost:
-      return {FC::kNvswitchFault, L::kFabric, A::kDrain, S::kFatal, true};
+      return {FC::kNvswitchFault, L::kFabric, A::kRebootNode, S::kFatal, true};
   }
   return {FC::kNvlinkErrors, L::kFabric, A::kMonitor, S::kWarning, true};
 }
@@ -127,14 +129,16 @@ XidRule RuleForSxid(int code, std::string_view printed_severity) {
   const bool printed_fatal = printed_severity == "Fatal";
   const SxidInfo* info = FindSxid(code);
   if (info == nullptr) {
-    return printed_fatal ? XidRule{FC::kNvswitchFault, L::kFabric, A::kDrain, S::kCritical, true}
+    return printed_fatal ? XidRule{FC::kNvswitchFault, L::kFabric, A::kResetGpu, S::kCritical, true}
                          : XidRule{FC::kNvlinkErrors, L::kFabric, A::kMonitor, S::kWarning, true};
   }
   XidRule rule = FromSxidRecovery(info->recovery);
-  // Fatal to the port's traffic (the catalog's class, or the driver says so on this line).
+  // Fatal to the port's traffic (the catalog's class, or the driver says so on this line):
+  // at least the GPUs on the port are reset. Not "drain" alone: that would take the node out
+  // and never bring it back (the policy drains before a reset or reboot anyway).
   if (info->severity != SxidSeverity::kNonFatal || printed_fatal) {
     rule.fault_class = rule.fault_class == FC::kCoolingDegraded ? rule.fault_class : FC::kNvswitchFault;
-    rule.action = std::max(rule.action, A::kDrain);
+    if (rule.action < A::kResetGpu) rule.action = A::kResetGpu;
     rule.severity = std::max(rule.severity, S::kCritical);
   }
   return rule;

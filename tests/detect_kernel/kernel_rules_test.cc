@@ -222,9 +222,12 @@ TEST(KernelSxid, GuideRecoveriesDecideTheAction) {
   ASSERT_EQ(always.size(), 1u);
   EXPECT_EQ(always[0].severity, Severity::kFatal);
   EXPECT_NE(always[0].summary.find("restart the host"), std::string::npos);
+  EXPECT_EQ(always[0].action, Action::kRebootNode);
+  // A fatal code the guide lacks: at least the GPUs on the port are reset (drained first by
+  // the policy), never a bare drain that leaves the node out for good.
   auto unknown_fatal = Detect(Sxid(1, 0, "0000:c2:00.0", "29999, Fatal, Link 1 something new"));
   ASSERT_EQ(unknown_fatal.size(), 1u);
-  EXPECT_EQ(unknown_fatal[0].action, Action::kDrain);
+  EXPECT_EQ(unknown_fatal[0].action, Action::kResetGpu);
   auto unknown = Detect(Sxid(1, 0, "0000:c2:00.0", "29998, Non-fatal, Link 1 something else"));
   ASSERT_EQ(unknown.size(), 1u);
   EXPECT_EQ(unknown[0].action, Action::kMonitor);

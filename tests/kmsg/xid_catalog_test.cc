@@ -179,12 +179,22 @@ TEST(XidCatalogTest, SxidReadingFollowsTheGuide) {
   EXPECT_EQ(watch.action, Action::kMonitor);
   EXPECT_EQ(RuleForSxid(12028, "Non-fatal").action, Action::kResetGpu);
   EXPECT_EQ(RuleForSxid(24007, "Fatal").fault_class, FaultClass::kNvswitchFault);
-  EXPECT_EQ(RuleForSxid(24007, "").action, Action::kDrain) << "fatal in the guide even when the line omits it";
+  // Fatal in the guide even when the line omits it: the GPUs on the port are reset (after a
+  // drain, which the policy adds), not merely drained.
+  EXPECT_EQ(RuleForSxid(24007, "").action, Action::kResetGpu);
+  for (const SxidInfo& x : AllSxids()) {
+    if (x.recovery == SxidRecovery::kRestartHost || x.recovery == SxidRecovery::kResetGpuAndSwitch) {
+      EXPECT_EQ(RuleForSxid(x.code, "").action, Action::kRebootNode) << x.code;
+    }
+    if (x.severity != SxidSeverity::kNonFatal) {
+      EXPECT_GE(RuleForSxid(x.code, "").action, Action::kResetGpu) << x.code;
+    }
+  }
   EXPECT_EQ(RuleForSxid(23005, "Fatal").severity, Severity::kFatal);
   EXPECT_EQ(RuleForSxid(10004, "").fault_class, FaultClass::kCoolingDegraded);
   // The driver calling a non-fatal code fatal on this line escalates it.
   EXPECT_EQ(RuleForSxid(20009, "Fatal").fault_class, FaultClass::kNvswitchFault);
-  EXPECT_EQ(RuleForSxid(29999, "Fatal").action, Action::kDrain);
+  EXPECT_EQ(RuleForSxid(29999, "Fatal").action, Action::kResetGpu);
   EXPECT_EQ(RuleForSxid(29999, "Non-fatal").action, Action::kMonitor);
   for (const SxidInfo& x : AllSxids()) EXPECT_NE(RuleForSxid(x.code, "").action, Action::kRma) << x.code;
 }

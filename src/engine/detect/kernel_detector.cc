@@ -345,7 +345,9 @@ class Folder {
     bool fresh = false;
     State::OffBus& off = s_.offbus.Get(bdf, t, fresh);
     if (fresh) {
-      off.f = StartFinding(obs, FaultClass::kGpuFellOffBus, Layer::kOs, Action::kDrain, Severity::kFatal, 0.9);
+      // NVIDIA's recovery for XID 79 is a restart of the bare-metal node (the policy drains
+      // first); CONTACT_SUPPORT when it recurs.
+      off.f = StartFinding(obs, FaultClass::kGpuFellOffBus, Layer::kOs, Action::kRebootNode, Severity::kFatal, 0.9);
       SetEventKey(off.f, "offbus", bdf, obs);
       off.bdf = bdf;
       AbsorbLinkErrors(off, t);
@@ -729,6 +731,7 @@ class Assembler {
       if (!off.fatal_port.empty()) {
         f.component.keys.emplace("upstream_port", off.fatal_port);
         f.attrs["link_fault"] = off.fatal_port;
+        f.action = Action::kDrain;  // the link is the part to fix, not a restart
         f.confidence = 0.85;
         f.summary = label + " fell off the bus right after a fatal PCIe error on its upstream port " + off.fatal_port +
                     ": the link failed and the GPU is its consequence; drain, then reseat/replace the link (riser, "
@@ -736,11 +739,13 @@ class Assembler {
       } else if (off.link_errors == 0) {
         f.summary = label +
                     " has fallen off the bus (XID 79) with no PCIe AER errors logged before it: suspect the GPU or "
-                    "its power; drain the node, check the BMC power/thermal data, then reseat or RMA the GPU.";
+                    "its power; drain and restart the node (NVIDIA's recovery for XID 79), check the BMC "
+                    "power/thermal data, and reseat or RMA the GPU if it falls off again.";
       } else {
         if (!off.port.empty()) f.component.keys["upstream_port"] = off.port;
         f.attrs["link_errors_before"] = std::to_string(off.link_errors);
         f.attrs["part"] = off.port.empty() ? "PCIe link of " + off.bdf : "PCIe link " + off.port + " -> " + off.bdf;
+        f.action = Action::kDrain;
         f.summary = label + " fell off the bus after " + std::to_string(off.link_errors) +
                     " PCIe AER error(s) on its link" + (off.port.empty() ? "" : " (upstream port " + off.port + ")") +
                     ": suspect the PCIe link, riser or slot; drain, then reseat/replace the link before any GPU RMA.";
