@@ -16,6 +16,7 @@ constexpr Registrar kCommands[] = {
     faultline::cli::AddWhySlowCommand,      faultline::cli::AddServeCommand,
     faultline::cli::AddRmaBundleCommand,    faultline::cli::AddCheckCommand,
     faultline::cli::AddResolveCommand,      faultline::cli::AddAskCommand,
+    faultline::cli::AddFleetCommand,
     faultline::cli::AddSimDelegates,
 };
 

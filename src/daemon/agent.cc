@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "daemon/fleet_publisher.h"
 #include "daemon/sources.h"
 #include "store/store.h"
 
@@ -66,6 +67,10 @@ Result<std::unique_ptr<Agent>> Agent::Finish(std::unique_ptr<Agent> agent) {
   AssistantSection notes = agent->config_.assistant;
   if (notes.index_dir.empty()) notes.index_dir = agent->config_.agent.store_path + ".kb-index";
   agent->notes_ = std::make_unique<IncidentNotes>(notes, *agent->store_, agent->node_, agent->logger_);
+  if (agent->config_.fleet.enabled) {
+    agent->fleet_ = std::make_unique<FleetPublisher>(
+        *agent->store_, FleetPublisherOptionsFor(agent->config_.fleet, agent->node_), agent->clock_, &agent->logger_);
+  }
   if (Status s = agent->pipeline_->WarmStart(agent->clock_.NowNs()); !s.ok()) return s;
   return agent;
 }
@@ -341,6 +346,7 @@ void Agent::Start() {
   logger_.Info("agent for node " + node_ + ": " + std::to_string(sources_.size()) + " sources");
   for (auto& s : sources_) threads_.emplace_back([this, state = s.get()] { SourceLoop(*state); });
   threads_.emplace_back([this] { EvaluateLoop(); });
+  if (fleet_) fleet_->Start();
 }
 
 void Agent::RequestStop() {
@@ -363,6 +369,7 @@ Status Agent::Stop() {
   RequestStop();
   for (std::thread& t : threads_) t.join();
   threads_.clear();
+  if (fleet_) fleet_->Stop();  // before the store closes under it
   // Threads shut their own source down; without them (RunOnce) it happens here.
   if (!was_running) {
     for (auto& s : sources_) s->source->Shutdown();

@@ -52,6 +52,8 @@ class Store;
 
 namespace faultline::daemon {
 
+class FleetPublisher;
+
 struct AgentStats {
   uint64_t polls = 0;
   uint64_t poll_failures = 0;
@@ -143,6 +145,12 @@ class Agent {
   // The agent's store, for a server running beside it (the Store serializes itself).
   Store& store() { return *store_; }
   const std::string& node() const { return node_; }
+  // The [assistant] knowledge base, for the server's /api/v1/ask; null without one.
+  // Searchable from any thread.
+  const assistant::Retriever* knowledge_base() const { return notes_ ? notes_->knowledge_base() : nullptr; }
+  // The [fleet] publisher (daemon/fleet_publisher.h); null when [fleet] is off. It runs on
+  // its own thread between Start() and Stop() only.
+  FleetPublisher* fleet_publisher() { return fleet_.get(); }
 
  private:
   struct SourceState;
@@ -177,6 +185,7 @@ class Agent {
   std::unique_ptr<Pipeline> pipeline_;
   std::unique_ptr<Remediation> remediation_;  // used by the evaluating thread only
   std::unique_ptr<IncidentNotes> notes_;      // likewise
+  std::unique_ptr<FleetPublisher> fleet_;     // [fleet]: store -> NATS on its own thread
   std::vector<std::unique_ptr<SourceState>> sources_;
 
   mutable std::mutex mu_;

@@ -212,6 +212,18 @@ Status ReadIsolate(SectionReader& r, IsolateSection& s) {
   return r.Finish();
 }
 
+Status ReadFleet(SectionReader& r, FleetSection& s) {
+  r.Read("enabled", s.enabled);
+  r.Read("urls", s.urls);
+  r.Read("site", s.site);
+  r.Read("rack", s.rack);
+  r.Read("credentials_file", s.credentials_file);
+  r.Read("ca_file", s.ca_file);
+  r.ReadDuration("interval", s.interval_ns);
+  r.ReadDuration("max_backoff", s.max_backoff_ns);
+  return r.Finish();
+}
+
 Status ReadPolicy(SectionReader& r, policy::PolicyConfig& s) {
   r.ReadActionClasses("enable", s.enable);
   r.ReadDuration("cooldown", s.cooldown_ns);
@@ -261,6 +273,10 @@ Status CheckValues(const AgentConfig& c) {
     return s;
   }
   if (Status s = CheckListen("server", c.server.listen, c.server.token_file, c.server.token_env); !s.ok()) return s;
+  if (c.fleet.enabled && c.fleet.urls.find_first_not_of(" ,") == std::string::npos) {
+    return Bad("fleet.urls", "must name at least one NATS server when enabled");
+  }
+  if (c.fleet.site.empty() || c.fleet.rack.empty()) return Bad("fleet.site", "site and rack must not be empty");
   if (c.server.cert_file.empty() != c.server.key_file.empty()) {
     return Bad("server.cert_file", "cert_file and key_file go together (both set = HTTPS)");
   }
@@ -309,6 +325,7 @@ Result<AgentConfig> ParseAgentConfig(std::string_view toml_text) {
       {"server", [](SectionReader& r, AgentConfig& c) { return ReadServer(r, c.server); }},
       {"assistant", [](SectionReader& r, AgentConfig& c) { return ReadAssistant(r, c.assistant); }},
       {"isolate", [](SectionReader& r, AgentConfig& c) { return ReadIsolate(r, c.isolate); }},
+      {"fleet", [](SectionReader& r, AgentConfig& c) { return ReadFleet(r, c.fleet); }},
       {"policy", [](SectionReader& r, AgentConfig& c) { return ReadPolicy(r, c.policy); }},
   };
   std::set<std::string> known;
@@ -408,6 +425,16 @@ index_dir = ""                             # "" = <store_path>.kb-index
 
 [isolate]
 window = "30m"
+
+[fleet]                                    # publish to NATS JetStream for `faultline fleet` (docs/agent.md)
+enabled = false
+urls = ""                                  # e.g. "nats://10.0.0.2:4222,nats://10.0.0.3:4222"
+site = "default"                           # subjects: faultline.<site>.<rack>.<node>.<kind>
+rack = "default"
+credentials_file = ""                      # mode 0600: a NATS .creds file, "user:password" or a token
+ca_file = ""                               # PEM CA bundle: TLS, server certificate verified
+interval = "1s"                            # how often new store rows are looked for
+max_backoff = "60s"                        # retry cap while NATS is unreachable (the store buffers)
 
 [policy]                                   # remediation (docs/remediation.md)
 enable = []                                # classes carried out; the rest are stored dry runs:

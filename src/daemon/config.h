@@ -97,6 +97,21 @@ struct AssistantSection {
   std::string index_dir;  // "" = <store_path>.kb-index
 };
 
+// The fleet publisher (daemon/fleet_publisher.h, docs/agent.md "[fleet]"): the agent's
+// stored observations, findings, diagnoses and actions to NATS JetStream, for
+// `faultline fleet`. Off by default; when NATS is unreachable the store buffers and the
+// publisher catches up in order afterwards.
+struct FleetSection {
+  bool enabled = false;
+  std::string urls;              // "nats://10.0.0.2:4222,nats://10.0.0.3:4222" (tried in order)
+  std::string site = "default";  // subject tokens: faultline.<site>.<rack>.<node>.<kind>
+  std::string rack = "default";
+  std::string credentials_file;  // mode 0600: a NATS .creds file, "user:password" or a token
+  std::string ca_file;           // PEM CA bundle: TLS with certificate verification
+  int64_t interval_ns = 1'000'000'000;     // how often new rows are looked for
+  int64_t max_backoff_ns = 60'000'000'000;  // retry cap while NATS is unreachable
+};
+
 struct IsolateSection {
   int64_t window_ns = 1800'000'000'000;  // findings/observations considered per evaluation
 };
@@ -112,6 +127,7 @@ struct AgentConfig {
   ServerSection server;
   AssistantSection assistant;
   IsolateSection isolate;
+  FleetSection fleet;
   policy::PolicyConfig policy;  // [policy]: remediation (docs/remediation.md)
 };
 

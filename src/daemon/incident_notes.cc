@@ -16,11 +16,11 @@ constexpr char kQuestion[] = "What failed on this node, what rules other causes 
 
 IncidentNotes::IncidentNotes(const AssistantSection& section, Store& store, std::string node, Logger& logger)
     : section_(section), store_(store), node_(std::move(node)), logger_(logger) {
-  if (!section_.incident_notes || section_.kb_dir.empty()) return;
+  if (section_.kb_dir.empty()) return;
   auto kb = assistant::kb::KnowledgeBase::Open(section_.kb_dir, section_.index_dir);
   if (!kb.ok()) {
     logger_.Warn("assistant: knowledge base " + section_.kb_dir + " unavailable: " + kb.status().ToString() +
-                 " (incident notes go without runbook sections)");
+                 " (incident notes and /api/v1/ask go without runbook sections)");
     return;
   }
   if (auto stats = (*kb)->Reindex(); !stats.ok()) {

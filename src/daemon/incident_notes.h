@@ -6,7 +6,10 @@
 //
 // The knowledge base ([assistant] kb_dir) is indexed once at start into index_dir; without
 // one the note still carries the diagnosis and its evidence. Never fatal: an error is logged.
-// Not thread-safe: the agent calls it from the evaluating thread only.
+// The same knowledge base answers the agent's POST /api/v1/ask (knowledge_base()), also when
+// incident_notes is off.
+// Thread-safety: AfterEvaluation from the evaluating thread only; knowledge_base() may be
+// searched from any thread (the index takes its own lock).
 #pragma once
 
 #include <cstdint>
@@ -36,6 +39,9 @@ class IncidentNotes {
   // "none" gets its note. Returns the stored row id, 0 when nothing was written.
   int64_t AfterEvaluation(const EvaluateResult& result, int64_t now_ns);
   uint64_t notes_written() const { return written_; }
+  // Null when no knowledge base is configured or it could not be opened. Valid while this
+  // object lives.
+  const assistant::Retriever* knowledge_base() const { return kb_.get(); }
 
  private:
   AssistantSection section_;

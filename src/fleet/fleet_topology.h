@@ -49,6 +49,7 @@ struct FleetTopology {
   std::vector<FleetNode> nodes;
   std::vector<Cable> cables;
 
+  // Linear scans (the analyzer indexes the file once: correlate.h TopologyIndex).
   const FleetNode* FindNode(std::string_view name) const;  // nullptr when unknown
   // Cables with an end on this node's device/port (device "" = any device of the node).
   std::vector<const Cable*> CablesOf(std::string_view node, std::string_view device = "", int port = 0) const;

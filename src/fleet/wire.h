@@ -49,9 +49,9 @@ std::optional<RecordKind> ParseRecordKind(std::string_view s);
 // peers (a straggler). `linked` names the per-node diagnoses it explains ("<node>#<row id>"),
 // so the policy acts on this one and not on N per-node RMAs.
 struct FleetDiagnosis {
-  std::string id;          // stable across re-evaluations and restarts (e.g. "pdu/rack12-a/<first_ns>")
-  std::string cause;       // "straggler", "pdu", "feed", "cooling_loop", "cable", "switch", "driver", "rack"
-  std::string component;   // what to touch: "pdu/rack12-a", "cable/C-0193", "node/n07/gpu/3", "switch/leaf-07"
+  std::string id;         // stable across re-evaluations and restarts (e.g. "pdu/rack12-a/<first_ns>")
+  std::string cause;      // "straggler", "pdu", "feed", "cooling_loop", "cable", "switch", "driver", "rack"
+  std::string component;  // what to touch: "pdu/rack12-a", "cable/C-0193", "node/n07/gpu/3", "switch/leaf-07"
   FaultClass fault_class = FaultClass::kNone;
   Action action = Action::kNone;
   Severity severity = Severity::kWarning;
@@ -78,9 +78,9 @@ struct Envelope {
   NodePlace place;
   std::string msg_id;  // "<node>/<kind>/<first row id>[-<last row id>]"; unique per record
   int64_t sent_ns = 0;
-  int64_t row_id = 0;                      // finding/diagnosis/action: the agent's store row id
-  std::vector<Observation> observations;   // kObservations, oldest first
-  std::vector<int64_t> observation_ids;    // their store row ids (same length; Encode writes 0 for missing ones)
+  int64_t row_id = 0;                     // finding/diagnosis/action: the agent's store row id
+  std::vector<Observation> observations;  // kObservations, oldest first
+  std::vector<int64_t> observation_ids;   // their store row ids (same length; Encode writes 0 for missing ones)
   std::optional<Finding> finding;
   std::optional<Diagnosis> diagnosis;
   std::optional<ActionRecord> action;

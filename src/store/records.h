@@ -119,6 +119,14 @@ struct RetentionStats {
   int64_t bytes_after = 0;
 };
 
+// Store::GetMaxRowIds: the highest row id per table, 0 when the table is empty.
+struct MaxRowIds {
+  int64_t observations = 0;
+  int64_t findings = 0;
+  int64_t diagnoses = 0;
+  int64_t actions = 0;
+};
+
 struct StoreStats {
   int64_t observations = 0;
   int64_t findings = 0;

@@ -206,6 +206,8 @@ struct Store::Impl {
   template <typename T>
   Result<QueryResult<T>> ListRecords(std::string_view table, std::string_view first_col, std::string_view last_col,
                                      const RecordQuery& q);
+  template <typename T>
+  Result<QueryResult<T>> RecordsAfter(std::string_view table, int64_t after_id, size_t limit);
 };
 
 // Reads only: decides whether this file may be written before anything is.
@@ -753,6 +755,65 @@ Result<QueryResult<T>> Store::Impl::ListRecords(std::string_view table, std::str
     }
     out.rows.push_back(Row<T>{st->Int(0), st->Text(1), std::move(*value)});
   }
+}
+
+template <typename T>
+Result<QueryResult<T>> Store::Impl::RecordsAfter(std::string_view table, int64_t after_id, size_t limit) {
+  auto st = Stmt::Prepare(db.get(),
+                          "SELECT id, node, payload FROM " + std::string(table) + " WHERE id > ? ORDER BY id LIMIT ?");
+  if (!st.ok()) return st.status();
+  BindAll(*st, {after_id, LimitValue(limit)});
+  QueryResult<T> out;
+  while (true) {
+    auto row = st->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return out;
+    auto value = DecodeJson<T>(st->Text(2));
+    if (!value.ok()) {
+      out.bad_rows.push_back(BadRow{std::string(table), st->Int(0), value.status().message()});
+      continue;
+    }
+    out.rows.push_back(Row<T>{st->Int(0), st->Text(1), std::move(*value)});
+  }
+}
+
+Result<QueryResult<Observation>> Store::ObservationsAfter(int64_t after_id, size_t limit) {
+  FAULTLINE_STORE_OPEN_OR_RETURN();
+  const std::string seen_col = impl_->has_series() ? "seen_until_ns" : "NULL";
+  auto st = Stmt::Prepare(impl_->db.get(), "SELECT id, node, count, payload, " + seen_col +
+                                               " FROM observations WHERE id > ? ORDER BY id LIMIT ?");
+  if (!st.ok()) return st.status();
+  BindAll(*st, {after_id, LimitValue(limit)});
+  QueryResult<Observation> out;
+  if (Status s = ReadObservationRows(*st, out); !s.ok()) return s;
+  return out;
+}
+
+Result<MaxRowIds> Store::GetMaxRowIds() {
+  FAULTLINE_STORE_OPEN_OR_RETURN();
+  MaxRowIds out;
+  for (auto [table, slot] : {std::pair{"observations", &out.observations}, std::pair{"findings", &out.findings},
+                             std::pair{"diagnoses", &out.diagnoses}, std::pair{"actions", &out.actions}}) {
+    auto v = QueryInt(impl_->db.get(), std::string("SELECT coalesce(max(id), 0) FROM ") + table);
+    if (!v.ok()) return v.status();
+    *slot = *v;
+  }
+  return out;
+}
+
+Result<QueryResult<Finding>> Store::FindingsAfter(int64_t after_id, size_t limit) {
+  FAULTLINE_STORE_OPEN_OR_RETURN();
+  return impl_->RecordsAfter<Finding>("findings", after_id, limit);
+}
+
+Result<QueryResult<Diagnosis>> Store::DiagnosesAfter(int64_t after_id, size_t limit) {
+  FAULTLINE_STORE_OPEN_OR_RETURN();
+  return impl_->RecordsAfter<Diagnosis>("diagnoses", after_id, limit);
+}
+
+Result<QueryResult<ActionRecord>> Store::ActionsAfter(int64_t after_id, size_t limit) {
+  FAULTLINE_STORE_OPEN_OR_RETURN();
+  return impl_->RecordsAfter<ActionRecord>("actions", after_id, limit);
 }
 
 Result<QueryResult<Finding>> Store::ListFindings(const RecordQuery& q) {

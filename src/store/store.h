@@ -115,6 +115,20 @@ class Store {
   // nullopt when none. A "none" diagnosis has no time span, so a window query misses it.
   Result<std::optional<Row<Diagnosis>>> LatestDiagnosis(const std::string& node);
 
+  // Rows whose id is greater than `after_id`, in id order (= the order they were stored),
+  // at most `limit` (0 = no limit): a follower of the store (the fleet publisher) keeps
+  // the last id it handed on as its cursor and asks for what came after. Observations as
+  // stored (no seen copies; count as raised by later folds). Undecodable rows come back in
+  // bad_rows with their ids, so a follower can step past them.
+  Result<QueryResult<Observation>> ObservationsAfter(int64_t after_id, size_t limit);
+  Result<QueryResult<Finding>> FindingsAfter(int64_t after_id, size_t limit);
+  Result<QueryResult<Diagnosis>> DiagnosesAfter(int64_t after_id, size_t limit);
+  Result<QueryResult<ActionRecord>> ActionsAfter(int64_t after_id, size_t limit);
+  // The highest row id of each table (0 when empty). Ids only grow, except that a table
+  // retention emptied starts again from 1: a follower whose cursor is above the highest id
+  // knows its table was emptied and starts over.
+  Result<MaxRowIds> GetMaxRowIds();
+
   // Cursors outside an Append (e.g. a source that skipped unreadable input).
   Status PutCursors(const std::vector<Cursor>& cursors);
   // nullopt when never saved.

@@ -1,0 +1,173 @@
+// Fleet ingest cost (docs/fleet.md "Wire format"): encoding and decoding observation
+// batches of the kind agents publish (per GPU SM/memory clock, power, temperature and
+// utilisation, plus the job's step time), and decode + analyzer ingest end to end, with
+// the analyzer's Evaluate over a fleet. Items are observations.
+#include <benchmark/benchmark.h>
+
+#include <string>
+#include <vector>
+
+#include "fleet/analyzer.h"
+#include "fleet/wire.h"
+
+namespace faultline::fleet {
+namespace {
+
+constexpr int64_t kSec = 1'000'000'000;
+constexpr int64_t kT0 = 1'772'359'200LL * kSec;
+
+Observation Gpu(const std::string& node, int gpu, ObsKind kind, double value, int64_t t, const char* sub) {
+  Observation o;
+  o.time_ns = t;
+  o.node = node;
+  o.layer = Layer::kGpu;
+  o.component = GpuComponent(std::to_string(gpu));
+  o.kind = kind;
+  o.value = value;
+  o.source = Source::kNvml;
+  o.text = std::string("nvmlDevice ") + std::string(ToString(kind)) + "=" + std::to_string(static_cast<int>(value));
+  if (sub[0] != '\0') o.attrs[kind == ObsKind::kClock ? "clock" : "metric"] = sub;
+  return o;
+}
+
+// One node's batch: `ticks` sampling rounds of 8 GPUs x 5 readings + one step time.
+Envelope NodeBatch(int node, int ticks, int64_t first_row) {
+  Envelope e;
+  e.kind = RecordKind::kObservations;
+  const std::string name = "gpu-node-" + std::to_string(node);
+  e.place = {.site = "dc1", .rack = "r" + std::to_string(node / 32), .node = name};
+  for (int t = 0; t < ticks; ++t) {
+    const int64_t at = kT0 + t * kSec;
+    for (int g = 0; g < 8; ++g) {
+      e.observations.push_back(Gpu(name, g, ObsKind::kClock, 1410 - (t + g) % 7, at, "sm"));
+      e.observations.push_back(Gpu(name, g, ObsKind::kClock, 2619, at, "mem"));
+      e.observations.push_back(Gpu(name, g, ObsKind::kPower, 650.5 + g, at, ""));
+      e.observations.push_back(Gpu(name, g, ObsKind::kTemperature, 61 + g % 3, at, ""));
+      e.observations.push_back(Gpu(name, g, ObsKind::kOther, 97, at, "utilization"));
+    }
+    Observation s;
+    s.time_ns = at;
+    s.node = name;
+    s.layer = Layer::kWorkload;
+    s.kind = ObsKind::kStepTime;
+    s.source = Source::kWorkload;
+    s.seq = static_cast<uint64_t>(t);
+    s.value = 1.02 + 0.001 * (t % 5);
+    s.attrs = {{"job", "train-1"}, {"rank", std::to_string(node)}, {"unit", "s"}};
+    s.text = "train-1 step " + std::to_string(t) + " took 1.02 s";
+    e.observations.push_back(s);
+  }
+  for (size_t i = 0; i < e.observations.size(); ++i) e.observation_ids.push_back(first_row + static_cast<int64_t>(i));
+  e.msg_id = MakeMsgId(name, RecordKind::kObservations, first_row, first_row + e.observations.size() - 1);
+  return e;
+}
+
+void BM_EncodeBatch(benchmark::State& state) {
+  const Envelope e = NodeBatch(7, static_cast<int>(state.range(0)), 1);
+  size_t bytes = 0;
+  for (auto _ : state) {
+    std::string s = Encode(e);
+    bytes = s.size();
+    benchmark::DoNotOptimize(s);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * e.observations.size()));
+  state.counters["bytes_per_obs"] = static_cast<double>(bytes) / static_cast<double>(e.observations.size());
+}
+BENCHMARK(BM_EncodeBatch)->Arg(1)->Arg(24);
+
+void BM_DecodeBatch(benchmark::State& state) {
+  const Envelope e = NodeBatch(7, static_cast<int>(state.range(0)), 1);
+  const std::string bytes = Encode(e);
+  for (auto _ : state) {
+    auto d = Decode(bytes);
+    if (!d.ok()) state.SkipWithError("decode failed");
+    benchmark::DoNotOptimize(d);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * e.observations.size()));
+}
+BENCHMARK(BM_DecodeBatch)->Arg(1)->Arg(24);
+
+// Decode + Ingest of one batch from each of `nodes` nodes into a fresh analyzer.
+void BM_DecodeAndIngest(benchmark::State& state) {
+  const int nodes = static_cast<int>(state.range(0));
+  std::vector<std::string> messages;
+  size_t observations = 0;
+  for (int n = 0; n < nodes; ++n) {
+    const Envelope e = NodeBatch(n, 4, 1);
+    observations += e.observations.size();
+    messages.push_back(Encode(e));
+  }
+  for (auto _ : state) {
+    state.PauseTiming();
+    auto analyzer = std::make_unique<FleetAnalyzer>(FleetTopology{});
+    state.ResumeTiming();
+    for (const std::string& m : messages) {
+      if (!analyzer->IngestMessage(m).ok()) state.SkipWithError("ingest failed");
+    }
+    state.PauseTiming();
+    analyzer.reset();
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * observations));
+}
+BENCHMARK(BM_DecodeAndIngest)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
+
+// One Evaluate over `nodes` nodes of one job, each with a window of samples and readings;
+// with range(1) = 1, every 100th node is 30% slower (stragglers to name, GPU medians and
+// node isolators to run on the first evaluation; the later ones find them unchanged).
+void BM_Evaluate(benchmark::State& state) {
+  const int nodes = static_cast<int>(state.range(0));
+  FleetAnalyzer analyzer(FleetTopology{});
+  for (int n = 0; n < nodes; ++n) {
+    Envelope e = NodeBatch(n, 32, 1);
+    if (state.range(1) != 0 && n % 100 == 0) {
+      for (Observation& o : e.observations) {
+        if (o.kind == ObsKind::kStepTime) *o.value *= 1.3;
+      }
+    }
+    analyzer.Ingest(e);
+  }
+  const int64_t now = kT0 + 32 * kSec;
+  size_t named = 0;
+  for (auto _ : state) {
+    auto out = analyzer.Evaluate(now);
+    named += out.size();
+    benchmark::DoNotOptimize(out);
+  }
+  state.counters["state_bytes_per_node"] = static_cast<double>(analyzer.ApproxStateBytes()) / nodes;
+  state.counters["open"] = static_cast<double>(analyzer.Open().size());
+}
+BENCHMARK(BM_Evaluate)->Args({1000, 0})->Args({10000, 0})->Args({10000, 1})->Unit(benchmark::kMillisecond);
+
+// Snapshot, and Restore into a fresh analyzer, of `nodes` nodes' state (what the consumer
+// saves to its KV bucket and reads back after a restart), timed apart.
+void BM_Snapshot(benchmark::State& state) {
+  const int nodes = static_cast<int>(state.range(0));
+  FleetAnalyzer analyzer(FleetTopology{});
+  for (int n = 0; n < nodes; ++n) analyzer.Ingest(NodeBatch(n, 32, 1));
+  size_t bytes = 0;
+  for (auto _ : state) {
+    const std::string snap = analyzer.Snapshot();
+    bytes = snap.size();
+    benchmark::DoNotOptimize(snap);
+  }
+  state.counters["snapshot_bytes_per_node"] = static_cast<double>(bytes) / nodes;
+}
+BENCHMARK(BM_Snapshot)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
+
+void BM_Restore(benchmark::State& state) {
+  const int nodes = static_cast<int>(state.range(0));
+  FleetAnalyzer analyzer(FleetTopology{});
+  for (int n = 0; n < nodes; ++n) analyzer.Ingest(NodeBatch(n, 32, 1));
+  const std::string snap = analyzer.Snapshot();
+  for (auto _ : state) {
+    FleetAnalyzer restored(FleetTopology{});
+    if (!restored.Restore(snap).ok()) state.SkipWithError("restore failed");
+  }
+}
+BENCHMARK(BM_Restore)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace faultline::fleet
+
+BENCHMARK_MAIN();

@@ -1,0 +1,240 @@
+// `faultline fleet`: the fleet analyzer as a NATS JetStream consumer (docs/fleet.md). The
+// loop itself lives in fleet/nats/consumer_loop.h; this file parses flags, prints
+// diagnoses and stops on SIGINT/SIGTERM (after a last checkpoint).
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "cli/commands.h"
+#include "core/clock.h"
+#include "core/json.h"
+#include "core/time.h"
+#include "fleet/analyzer.h"
+#include "fleet/fleet_topology.h"
+#include "fleet/nats/client.h"
+#include "fleet/nats/consumer_loop.h"
+
+namespace faultline::cli {
+namespace {
+
+struct FleetArgs {
+  std::string nats;
+  std::string topology;
+  std::string stream = "FAULTLINE";
+  std::string durable = "faultline-fleet";
+  std::string filter = "faultline.>";
+  std::string kv = "faultline-fleet";
+  std::string instance;
+  std::string site;
+  std::string credentials;
+  std::string ca;
+  int replicas = 1;
+  int64_t max_bytes = int64_t{8} << 30;
+  bool json = false;
+  bool once = false;
+  double for_seconds = 0;
+  double evaluate_interval = 1;
+  double snapshot_interval = 10;
+};
+
+constexpr const char* kFooter = R"(
+How it works:
+  Agents with [fleet] enabled publish their stored observations, findings, diagnoses
+  and actions to NATS JetStream subjects faultline.<site>.<rack>.<node>.<kind>. This
+  command makes sure the stream exists (--stream, subjects faultline.>), binds the
+  durable pull consumer --durable and feeds every envelope to the fleet analyzer: the
+  slow node among its job's peers, and shared causes through the --topology file (PDU,
+  feed, cooling loop, cable, switch, driver, rack). New or changed fleet diagnoses are
+  printed and published to faultline.<site>.fleet.fleet.fleet.
+
+Scaling out and restarts:
+  Every process started with the same --durable shares that consumer's messages. Give
+  each partition (e.g. --filter 'faultline.site1.>') its own --durable so one analyzer
+  sees all nodes of the jobs and racks it judges. State is saved to the KV bucket --kv
+  (key snap.<durable>.<instance>, instance = host name unless --instance) every
+  --snapshot-interval, and messages are acked only
+  once saved: after a crash the unacked ones come back and nothing is counted twice.
+
+Examples:
+  faultline fleet --nats nats://10.0.0.2:4222,nats://10.0.0.3:4222 --topology fleet.json
+  faultline fleet --nats nats://127.0.0.1:4222 --topology fleet.json --once --json
+  faultline fleet --nats tls://nats.example:4222 --ca /etc/faultline/nats-ca.pem \
+                  --credentials /etc/faultline/nats.creds --topology fleet.json --replicas 3
+
+Exit status: 0 ran, 1 NATS or the stream could not be used, 2 bad arguments or files.
+)";
+
+Result<fleet::FleetTopology> LoadTopology(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status(StatusCode::kNotFound, "cannot read " + path);
+  std::string text(fleet::kMaxFleetTopologyBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > fleet::kMaxFleetTopologyBytes) return Status(StatusCode::kInvalidArgument, path + ": too large");
+  auto t = fleet::ParseFleetTopology(text);
+  if (!t.ok()) return Status(t.status().code(), path + ": " + t.status().message());
+  return t;
+}
+
+void Print(const fleet::FleetDiagnosis& d, bool json) {
+  if (json) {
+    Json j = d;
+    std::cout << j.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
+  } else {
+    std::string nodes;
+    for (const auto& n : d.nodes) nodes += (nodes.empty() ? "" : ",") + n;
+    std::cout << FormatIso8601(d.first_ns) << "  " << d.cause << "  " << d.component << "  " << ToString(d.fault_class)
+              << " -> " << ToString(d.action) << "  nodes " << nodes << "  (confidence " << d.confidence << ")\n    "
+              << d.summary << "\n";
+    if (!d.linked.empty()) {
+      std::cout << "    explains " << d.linked.size() << " node diagnoses (act on this one, not on each)\n";
+    }
+  }
+  std::cout.flush();
+}
+
+// Each process of a shared durable keeps its own snapshot: by default one per host.
+std::string HostName() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof(buf) - 1) != 0 || buf[0] == '\0') return "default";
+  return buf;
+}
+
+int64_t Seconds(double s) { return static_cast<int64_t>(s * 1e9); }
+
+bool StopRequested(const sigset_t& set) {
+  timespec zero{};
+  return sigtimedwait(&set, nullptr, &zero) > 0;
+}
+
+int Run(const FleetArgs& a) {
+  auto topology = LoadTopology(a.topology);
+  if (!topology.ok()) {
+    std::cerr << "faultline fleet: topology " << topology.status().ToString() << "\n";
+    return kExitUsage;
+  }
+  // Blocked before libnats starts its threads, so they inherit the mask and the signal
+  // waits for us to take it between steps.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  fleet::nats::ConnectOptions co;
+  co.urls = fleet::nats::SplitUrls(a.nats);
+  co.name = "faultline-fleet " + a.durable;
+  co.credentials_file = a.credentials;
+  co.ca_file = a.ca;
+  auto conn = fleet::nats::Connection::Connect(co);
+  if (!conn.ok()) {
+    std::cerr << "faultline fleet: " << conn.status().ToString() << "\n";
+    return conn.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
+  }
+  fleet::nats::FleetLoopOptions o;
+  o.stream.name = a.stream;
+  o.stream.replicas = a.replicas;
+  o.stream.max_bytes = a.max_bytes;
+  o.consumer.stream = a.stream;
+  o.consumer.durable = a.durable;
+  o.consumer.filter_subject = a.filter;
+  o.kv_bucket = a.kv;
+  o.kv_replicas = a.replicas;
+  o.instance = a.instance.empty() ? HostName() : a.instance;
+  o.site = a.site.empty() ? topology->site : a.site;
+  o.evaluate_interval_ns = Seconds(a.evaluate_interval);
+  o.snapshot_interval_ns = Seconds(a.snapshot_interval);
+  SystemClock clock;
+  fleet::FleetAnalyzer analyzer(std::move(topology).value());
+  fleet::nats::FleetLoop loop(**conn, analyzer, o, clock);
+  if (Status s = loop.Start(); !s.ok()) {
+    std::cerr << "faultline fleet: " << s.ToString() << "\n";
+    return s.code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
+  }
+  if (loop.stats().restored) std::cerr << "faultline fleet: state restored from " << a.kv << "\n";
+  const auto start = std::chrono::steady_clock::now();
+  bool warned = false;
+  for (;;) {
+    const uint64_t before = loop.stats().messages;
+    auto step = loop.Step();
+    if (!step.ok()) {
+      if (!warned) std::cerr << "faultline fleet: " << step.status().ToString() << " (retrying)\n";
+      warned = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    } else {
+      warned = false;
+      for (const auto& d : *step) Print(d, a.json);
+    }
+    if (StopRequested(stop_signals)) break;
+    if (a.once && step.ok() && loop.stats().messages == before) break;  // drained
+    if (a.for_seconds > 0 && std::chrono::steady_clock::now() - start >= std::chrono::duration<double>(a.for_seconds)) {
+      break;
+    }
+  }
+  if (auto last = loop.EvaluateNow(); last.ok()) {
+    for (const auto& d : *last) Print(d, a.json);
+  }
+  Status saved = loop.Checkpoint();
+  const auto& st = loop.stats();
+  std::cerr << "faultline fleet: " << st.messages << " messages, " << st.ingested << " ingested, " << st.malformed
+            << " malformed, " << st.oversized << " oversized, " << st.diagnoses << " fleet diagnoses (" << st.published
+            << " published), " << analyzer.stats().duplicates << " duplicates dropped\n";
+  if (!saved.ok()) {
+    std::cerr << "faultline fleet: last checkpoint failed: " << saved.ToString()
+              << " (unacked messages will be delivered again)\n";
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddFleetCommand(CliApp& app) {
+  auto args = std::make_shared<FleetArgs>();
+  CLI::App* cmd = app.root->add_subcommand(
+      "fleet", "Fleet analyzer: consume agents' NATS JetStream stream, find slow nodes among peers and shared causes");
+  cmd->footer(kFooter);
+  cmd->add_option("--nats", args->nats, "NATS server URL(s), comma-separated (nats:// or tls://)")->required();
+  cmd->add_option("--topology", args->topology, "Fleet topology file (JSON; docs/fleet.md)")->required();
+  cmd->add_option("--stream", args->stream, "JetStream stream (created/updated to faultline.> with faultline's limits)")
+      ->capture_default_str();
+  cmd->add_option("--durable", args->durable, "Durable consumer; processes sharing it share the work")
+      ->capture_default_str();
+  cmd->add_option("--filter", args->filter, "Subject filter of this durable (a partition, e.g. faultline.site1.>)")
+      ->capture_default_str();
+  cmd->add_option("--kv", args->kv, "KV bucket for state snapshots (\"\" = none: ack at once, no restore)")
+      ->capture_default_str();
+  cmd->add_option("--instance", args->instance,
+                  "This process's snapshot name within the durable (default: the host name; give each process "
+                  "sharing a durable on one host its own)");
+  cmd->add_option("--site", args->site, "Site token of published fleet diagnoses (default: the topology's site)");
+  cmd->add_option("--credentials", args->credentials,
+                  "Credentials file, mode 600: a NATS .creds file, user:password, or a token");
+  cmd->add_option("--ca", args->ca, "PEM CA bundle: TLS with server certificate verification");
+  cmd->add_option("--replicas", args->replicas, "Stream and KV replicas (3 on a 3-server cluster)")
+      ->check(CLI::Range(1, 5))
+      ->capture_default_str();
+  cmd->add_option("--max-bytes", args->max_bytes,
+                  "Stream size limit in bytes (oldest dropped past it; reserved on the servers' disks)")
+      ->check(CLI::Range(int64_t{1} << 20, int64_t{1} << 50))
+      ->capture_default_str();
+  cmd->add_flag("--json", args->json, "One JSON object per fleet diagnosis (NDJSON)");
+  auto* once = cmd->add_flag("--once", args->once, "Process what is on the stream now, evaluate, save, exit");
+  cmd->add_option("--for", args->for_seconds, "Run this many seconds, then save and exit")
+      ->check(CLI::PositiveNumber)
+      ->excludes(once);
+  cmd->add_option("--evaluate-interval", args->evaluate_interval, "Seconds between evaluations")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--snapshot-interval", args->snapshot_interval,
+                  "Seconds between state snapshots (messages are acked at each)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->callback([&app, args] { app.exit_code = Run(*args); });
+}
+
+}  // namespace faultline::cli

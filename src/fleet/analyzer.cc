@@ -1,0 +1,788 @@
+#include "fleet/analyzer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <deque>
+#include <map>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+
+#include "fleet/correlate.h"
+#include "fleet/dedup.h"
+#include "fleet/node_isolate.h"
+#include "fleet/node_state.h"
+#include "fleet/peers.h"
+
+namespace faultline::fleet {
+namespace {
+
+constexpr int kSnapshotVersion = 1;
+constexpr size_t kMaxEvidenceLines = 16;
+
+std::string Fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
+  return buf;
+}
+
+std::string Percent(double fraction) { return Fixed(fraction * 100, 0) + "%"; }
+
+// A fleet diagnosis still being judged, and what was last returned for it.
+struct OpenEntry {
+  FleetDiagnosis diagnosis;
+  std::string reported;      // Signature() when last returned by Evaluate
+  std::string isolated_for;  // straggler: component and links its node_diagnoses answer
+};
+
+std::string IsolatedFor(const FleetDiagnosis& d) {
+  std::string s = d.component + "|";
+  for (const auto& l : d.linked) s += l + ",";
+  return s;
+}
+
+// The straggler's class, action and severity are its own isolator's when that names a
+// cause below the workload (a power brake, a throttling GPU, a link).
+void ApplyIsolator(FleetDiagnosis& d) {
+  if (d.node_diagnoses.empty()) return;
+  const Diagnosis& primary = d.node_diagnoses.front();
+  if (primary.fault_class == FaultClass::kNone || primary.fault_class == FaultClass::kWorkloadImbalance) return;
+  d.fault_class = primary.fault_class;
+  d.action = primary.action;
+  d.severity = std::max(d.severity, primary.severity);
+  d.summary += "; its isolator: " + std::string(ToString(primary.fault_class)) + " on " + primary.component.Id();
+}
+
+// What makes a fleet diagnosis "changed" for Evaluate: its conclusion and who it covers,
+// not its growing end time.
+std::string Signature(const FleetDiagnosis& d) {
+  std::string s = d.cause + "|" + d.component + "|" + std::string(ToString(d.fault_class)) + "|" +
+                  std::string(ToString(d.action)) + "|" + std::string(ToString(d.severity)) + "|";
+  for (const auto& n : d.nodes) s += n + ",";
+  s += "|";
+  for (const auto& l : d.linked) s += l + ",";
+  return s;
+}
+
+template <typename T>
+void MergeSorted(std::vector<T>& into, const std::vector<T>& more) {
+  into.insert(into.end(), more.begin(), more.end());
+  std::sort(into.begin(), into.end());
+  into.erase(std::unique(into.begin(), into.end()), into.end());
+}
+
+// One slow node of one (job, kind) group.
+struct SlowNode {
+  size_t node = 0;
+  std::string job;
+  ObsKind kind = ObsKind::kStepTime;
+  PeerVerdict verdict;
+  double median = 0;
+  size_t peers = 0;
+};
+
+// A job group's nodes and racks, for the rack rule.
+struct GroupInfo {
+  std::string job;
+  std::vector<size_t> nodes;  // every node judged
+  std::set<size_t> slow;
+  std::set<size_t> rising;  // newest sample above the threshold (slow or on the way)
+};
+
+}  // namespace
+
+struct FleetAnalyzer::Impl {
+  FleetTopology topology;
+  TopologyIndex index;
+  AnalyzerOptions options;
+  NodeLimits limits;
+  IngestStats stats;
+  MsgIdWindow msg_ids;
+  std::deque<NodeState> nodes;  // first seen first; a deque so references stay valid as nodes join
+  std::unordered_map<std::string, size_t> node_index;
+  std::map<std::string, OpenEntry> open;  // by key ("straggler|job|node", "pdu|r12-a", "rack|r12")
+
+  Impl(FleetTopology t, AnalyzerOptions o)
+      : topology(std::move(t)),
+        index(topology),
+        options(o),
+        limits{.max_series = o.max_series_per_node,
+               .max_samples = o.max_samples_per_series,
+               .max_readings = o.max_readings_per_node,
+               .max_findings = o.max_findings_per_node,
+               .max_diagnoses = o.max_diagnoses_per_node,
+               .max_evidence = o.max_evidence},
+        msg_ids(o.max_msg_ids) {}
+
+  NodeState* NodeFor(const std::string& name, const NodePlace& place);
+  void IngestObservations(const Envelope& e, NodeState& node);
+  bool NewRow(RowRanges& rows, int64_t row_id);
+
+  // Evaluate's steps.
+  std::vector<SlowNode> JudgeJobs(std::vector<GroupInfo>& groups, std::set<size_t>& judged_calm);
+  GpuReading PeerGpuMedians(const GroupInfo& group) const;
+  FleetDiagnosis StragglerDiagnosis(const SlowNode& s, const GpuReading& peer_gpus) const;
+  FleetDiagnosis RackDiagnosis(const std::string& rack, const GroupInfo& group,
+                               const std::vector<SlowNode>& slow) const;
+  FleetDiagnosis SharedDiagnosis(const SharedCause& c, const std::vector<HeldRef>& refs) const;
+  std::vector<std::string> LinkedOf(const NodeState& node) const;
+  std::set<std::string> SharedCauses(std::map<std::string, FleetDiagnosis>& candidates) const;
+  void JudgeRacks(const GroupInfo& g, const std::vector<SlowNode>& slow, const std::set<std::string>& covered,
+                  std::map<std::string, FleetDiagnosis>& candidates, std::set<size_t>& in_rack) const;
+  void Reconcile(const std::string& key, FleetDiagnosis fresh, int64_t now_ns);
+  void Close(const std::set<std::string>& current, const std::set<size_t>& calm, int64_t before_ns);
+};
+
+NodeState* FleetAnalyzer::Impl::NodeFor(const std::string& name, const NodePlace& place) {
+  if (name.empty()) return nullptr;
+  auto it = node_index.find(name);
+  if (it != node_index.end()) return &nodes[it->second];
+  if (nodes.size() >= options.max_nodes) return nullptr;
+  NodeState n;
+  n.name = name;
+  n.place = place;
+  n.place.node = name;
+  n.topo = index.Node(name);
+  node_index.emplace(name, nodes.size());
+  nodes.push_back(std::move(n));
+  return &nodes.back();
+}
+
+bool FleetAnalyzer::Impl::NewRow(RowRanges& rows, int64_t row_id) {
+  if (row_id <= 0) return true;  // no row id: the message id alone deduplicates
+  if (rows.Contains(row_id)) return false;
+  rows.Add(row_id, row_id);
+  return true;
+}
+
+void FleetAnalyzer::Impl::IngestObservations(const Envelope& e, NodeState& node) {
+  const bool ids = !e.observation_ids.empty();
+  const int64_t newest_before = node.newest_ns;
+  // Runs of consecutive row ids taken, marked as taken at the end (a batch of stored rows
+  // is one run); only rows actually carried are marked, so a stray id cannot hide others.
+  int64_t lo = 0, hi = -1;
+  auto close_run = [&] {
+    if (lo <= hi) node.observation_rows.Add(lo, hi);
+  };
+  for (size_t i = 0; i < e.observations.size(); ++i) {
+    const Observation& obs = e.observations[i];
+    // Row id 0 (or less) is "none": a publisher without a store, deduplicated by message id only.
+    if (ids && e.observation_ids[i] > 0) {
+      const int64_t id = e.observation_ids[i];
+      // A re-sent row is no newer than what the node already sent; a "seen" id on a newer
+      // observation is an agent whose store was recreated (row ids restarted), not a repeat.
+      if (node.observation_rows.Contains(id) && obs.time_ns <= newest_before) {
+        ++stats.duplicates;
+        continue;
+      }
+      if (lo > hi || hi == INT64_MAX || id != hi + 1) {
+        close_run();
+        lo = id;
+      }
+      hi = id;
+    }
+    NodeState* target = &node;
+    if (!obs.node.empty() && obs.node != node.name) {
+      target = NodeFor(obs.node, e.place);
+      if (target == nullptr) {
+        ++stats.refused;
+        continue;
+      }
+    }
+    HoldObservation(*target, obs, limits);
+    node.newest_ns = std::max(node.newest_ns, obs.time_ns);
+    ++stats.observations;
+  }
+  close_run();
+}
+
+FleetAnalyzer::FleetAnalyzer(FleetTopology topology, AnalyzerOptions options)
+    : impl_(std::make_unique<Impl>(std::move(topology), options)) {}
+
+FleetAnalyzer::~FleetAnalyzer() = default;
+
+const IngestStats& FleetAnalyzer::stats() const { return impl_->stats; }
+size_t FleetAnalyzer::nodes() const { return impl_->nodes.size(); }
+
+size_t FleetAnalyzer::ApproxStateBytes() const {
+  size_t n = impl_->msg_ids.size() * 48 + impl_->node_index.size() * 64;
+  for (const NodeState& node : impl_->nodes) n += ApproxBytes(node);
+  return n;
+}
+
+void FleetAnalyzer::Ingest(const Envelope& e) {
+  Impl& m = *impl_;
+  ++m.stats.envelopes;
+  const bool ids_ok = e.observation_ids.empty() || e.observation_ids.size() == e.observations.size();
+  const bool payload_ok = (e.kind == RecordKind::kObservations && ids_ok) ||
+                          (e.kind == RecordKind::kFinding && e.finding) ||
+                          (e.kind == RecordKind::kDiagnosis && e.diagnosis) ||
+                          (e.kind == RecordKind::kAction && e.action) || (e.kind == RecordKind::kFleetDiagnosis);
+  NodeState* node = payload_ok ? m.NodeFor(e.place.node, e.place) : nullptr;
+  if (node == nullptr) {
+    ++m.stats.refused;
+    return;
+  }
+  if (!m.msg_ids.Insert(e.msg_id)) {
+    ++m.stats.duplicates;
+    return;
+  }
+  switch (e.kind) {
+    case RecordKind::kObservations:
+      m.IngestObservations(e, *node);
+      return;
+    case RecordKind::kFinding:
+      if (!m.NewRow(node->finding_rows, e.row_id)) break;
+      HoldFinding(*node, *e.finding, m.limits);
+      ++m.stats.records;
+      return;
+    case RecordKind::kDiagnosis:
+      if (!m.NewRow(node->diagnosis_rows, e.row_id)) break;
+      HoldDiagnosis(*node, e.row_id, *e.diagnosis, m.limits);
+      ++m.stats.records;
+      return;
+    case RecordKind::kAction:
+      // Actions are the agents' own business; taken only so a consumer of every subject
+      // counts them, and deduplicated like the rest.
+      if (!m.NewRow(node->action_rows, e.row_id)) break;
+      ++m.stats.records;
+      return;
+    case RecordKind::kFleetDiagnosis:
+      ++m.stats.records;
+      return;  // our own output, echoed back
+  }
+  ++m.stats.duplicates;
+}
+
+Status FleetAnalyzer::IngestMessage(std::string_view bytes, const WireLimits& limits) {
+  auto e = Decode(bytes, limits);
+  if (!e.ok()) {
+    ++impl_->stats.envelopes;
+    ++impl_->stats.refused;
+    return e.status();
+  }
+  Ingest(*e);
+  return Status::Ok();
+}
+
+// ---- peers ----
+
+std::vector<SlowNode> FleetAnalyzer::Impl::JudgeJobs(std::vector<GroupInfo>& groups, std::set<size_t>& judged_calm) {
+  // (job, kind) -> series; nodes in first-seen order, so the answer never depends on hashing.
+  std::map<std::pair<std::string, ObsKind>, std::vector<PeerSeries>> by_group;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    for (const WorkSeries& s : nodes[i].series) {
+      if (s.job.empty() || s.samples.empty()) continue;  // no job, no peers
+      by_group[{s.job, s.kind}].push_back({i, std::vector<PeerSample>(s.samples.begin(), s.samples.end())});
+    }
+  }
+  const PeerOptions po{.mad_threshold = options.mad_threshold,
+                       .min_slowdown = options.min_slowdown,
+                       .persistence = options.persistence,
+                       .min_peers = options.min_peers,
+                       .recent_samples = options.recent_samples,
+                       .min_spread = options.min_spread,
+                       .phase_fraction = options.phase_fraction};
+  std::vector<SlowNode> slow;
+  for (const auto& [key, series] : by_group) {
+    const GroupVerdict g = JudgePeers(series, po);
+    if (!g.judged) continue;
+    GroupInfo info{.job = key.first, .nodes = {}, .slow = {}, .rising = {}};
+    for (const PeerVerdict& v : g.nodes) {
+      info.nodes.push_back(v.node);
+      if (!g.in_phase && v.slow_run >= 1) info.rising.insert(v.node);
+      // Back under the threshold (median of its recent samples): recovered. In a phase
+      // nobody is judged either way.
+      if (!g.in_phase && v.recent <= g.threshold) judged_calm.insert(v.node);
+      if (!v.slow) continue;
+      info.slow.insert(v.node);
+      slow.push_back({v.node, key.first, key.second, v, g.median, series.size()});
+    }
+    groups.push_back(std::move(info));
+  }
+  return slow;
+}
+
+GpuReading FleetAnalyzer::Impl::PeerGpuMedians(const GroupInfo& group) const {
+  std::vector<double> clocks, powers, utils;
+  for (size_t i : group.nodes) {
+    for (const GpuReading& g : GpuReadingsOf(nodes[i])) {
+      if (g.clock > 0) clocks.push_back(g.clock);
+      if (g.power > 0) powers.push_back(g.power);
+      if (g.util >= 0) utils.push_back(g.util);
+    }
+  }
+  return {.gpu = "", .clock = Median(clocks), .power = Median(powers), .util = utils.empty() ? -1 : Median(utils)};
+}
+
+std::vector<std::string> FleetAnalyzer::Impl::LinkedOf(const NodeState& node) const {
+  std::vector<std::string> linked;
+  for (const HeldDiagnosis& d : node.diagnoses) linked.push_back(node.name + "#" + std::to_string(d.row_id));
+  std::sort(linked.begin(), linked.end());
+  return linked;
+}
+
+FleetDiagnosis FleetAnalyzer::Impl::StragglerDiagnosis(const SlowNode& s, const GpuReading& peer_gpus) const {
+  const NodeState& node = nodes[s.node];
+  const SlowGpu gpu = NameSlowGpu(GpuReadingsOf(node), peer_gpus, options.min_gpu_drop);
+  FleetDiagnosis d;
+  d.cause = "straggler";
+  d.component = "node/" + node.name + (gpu.gpu.empty() ? "" : "/gpu/" + gpu.gpu);
+  d.fault_class = FaultClass::kWorkloadImbalance;
+  d.action = ActionFor("straggler");
+  d.severity = Severity::kWarning;
+  d.confidence = std::min(0.95, 0.6 + s.verdict.slowdown);
+  d.first_ns = s.verdict.slow_since_ns;
+  d.last_ns = s.verdict.slow_since_ns;
+  for (const WorkSeries& ws : node.series) {
+    if (ws.job == s.job && !ws.samples.empty()) d.last_ns = std::max(d.last_ns, ws.samples.back().time_ns);
+  }
+  d.nodes = {node.name};
+  d.linked = LinkedOf(node);
+  d.job = s.job;
+  const std::string what = s.kind == ObsKind::kThroughput ? "time per sample" : "step time";
+  d.summary = node.name + " is " + Percent(s.verdict.slowdown) + " slower than the median of job " + s.job + "'s " +
+              std::to_string(s.peers) + " nodes (" + what + " " + Fixed(s.verdict.recent, 4) + " s vs " +
+              Fixed(s.median, 4) + " s, robust z " + Fixed(s.verdict.z, 1) + ")";
+  d.evidence.push_back({.time_ns = d.last_ns,
+                        .mono_us = std::nullopt,
+                        .source = Source::kWorkload,
+                        .component = "node/" + node.name,
+                        .text = d.summary,
+                        .count = static_cast<uint64_t>(s.verdict.slow_run)});
+  if (!gpu.gpu.empty()) {
+    const std::string line = "gpu " + gpu.gpu + " " + gpu.metric + " " + Fixed(gpu.value, 0) + " vs " +
+                             Fixed(gpu.node_median, 0) + " on the node's other GPUs and " + Fixed(gpu.peer_median, 0) +
+                             " on its peers' (" + Percent(gpu.drop) + " lower)";
+    d.summary += "; " + line;
+    d.evidence.push_back({.time_ns = d.last_ns,
+                          .mono_us = std::nullopt,
+                          .source = Source::kNvml,
+                          .component = d.component,
+                          .text = line,
+                          .count = 1});
+  }
+  return d;
+}
+
+namespace {
+
+// The part every one of `names` shares and none of `others` does, in the order a slow
+// rack most often owes to: its loop, its PDU, its feed, its leaf switch.
+std::pair<std::string, std::string> ExclusivePart(const std::vector<const FleetNode*>& slow,
+                                                  const std::vector<const FleetNode*>& others,
+                                                  std::string_view prefer) {
+  using Field = std::string FleetNode::*;
+  const std::vector<std::pair<std::string, Field>> fields = {{"cooling_loop", &FleetNode::cooling_loop},
+                                                             {"pdu", &FleetNode::pdu},
+                                                             {"feed", &FleetNode::feed},
+                                                             {"switch", &FleetNode::leaf_switch}};
+  auto shared = [&](Field f) -> std::string {
+    if (slow.empty() || slow[0] == nullptr || (slow[0]->*f).empty()) return "";
+    for (const FleetNode* n : slow) {
+      if (n == nullptr || n->*f != slow[0]->*f) return "";
+    }
+    return slow[0]->*f;
+  };
+  // The evidence's family first (a thermal rack: its loop), then any exclusive part.
+  for (const auto& [name, f] : fields) {
+    if (name == prefer && !shared(f).empty()) return {name, shared(f)};
+  }
+  for (const auto& entry : fields) {
+    const Field f = entry.second;
+    const std::string part = shared(f);
+    if (part.empty()) continue;
+    const bool exclusive =
+        std::none_of(others.begin(), others.end(), [&](const FleetNode* o) { return o != nullptr && o->*f == part; });
+    if (exclusive) return {entry.first, part};
+  }
+  return {"", ""};
+}
+
+// The family most of the nodes' held findings and diagnoses belong to, and its commonest class.
+std::pair<std::string, FaultClass> DominantFamily(const std::vector<const NodeState*>& nodes) {
+  std::map<FaultClass, size_t> classes;
+  for (const NodeState* n : nodes) {
+    for (const HeldDiagnosis& d : n->diagnoses) ++classes[d.diagnosis.fault_class];
+    for (const Finding& f : n->findings) ++classes[f.fault_class];
+  }
+  std::map<std::string, size_t> families;
+  std::pair<size_t, FaultClass> best{0, FaultClass::kNone};
+  for (const auto& [c, count] : classes) {
+    const std::string family(CorrelationFamily(c));
+    if (family.empty()) continue;
+    families[family] += count;
+  }
+  std::string family;
+  size_t top = 0;
+  for (const auto& [f, count] : families) {
+    if (count > top) top = count, family = f;
+  }
+  for (const auto& [c, count] : classes) {
+    if (CorrelationFamily(c) == family && count > best.first) best = {count, c};
+  }
+  return {family, best.second};
+}
+
+}  // namespace
+
+FleetDiagnosis FleetAnalyzer::Impl::RackDiagnosis(const std::string& rack, const GroupInfo& group,
+                                                  const std::vector<SlowNode>& slow) const {
+  std::vector<const FleetNode*> slow_topo, other_topo;
+  std::vector<const NodeState*> slow_nodes;
+  FleetDiagnosis d;
+  d.first_ns = INT64_MAX;
+  double slowdown = 0;
+  for (const SlowNode& s : slow) {
+    slow_topo.push_back(nodes[s.node].topo);
+    slow_nodes.push_back(&nodes[s.node]);
+    d.nodes.push_back(nodes[s.node].name);
+    MergeSorted(d.linked, LinkedOf(nodes[s.node]));
+    d.first_ns = std::min(d.first_ns, s.verdict.slow_since_ns);
+    slowdown += s.verdict.slowdown / static_cast<double>(slow.size());
+  }
+  for (size_t i : group.nodes) {
+    if (nodes[i].Rack() != rack) other_topo.push_back(nodes[i].topo);
+  }
+  std::sort(d.nodes.begin(), d.nodes.end());
+  d.nodes.erase(std::unique(d.nodes.begin(), d.nodes.end()), d.nodes.end());
+  const auto [family, fault] = DominantFamily(slow_nodes);
+  const std::string prefer = family == "cooling" ? "cooling_loop"
+                             : family == "power" ? "pdu"
+                             : family == "link"  ? "switch"
+                                                 : "";
+  const auto [part_kind, part] = ExclusivePart(slow_topo, other_topo, prefer);
+  d.cause = "rack";
+  d.component = part.empty() ? "rack/" + rack : part_kind + "/" + part;
+  d.fault_class = fault != FaultClass::kNone ? fault : FaultClass::kWorkloadImbalance;
+  d.action = Action::kFacilityTicket;
+  d.severity = Severity::kWarning;
+  d.confidence = std::min(0.95, 0.6 + 0.05 * static_cast<double>(d.nodes.size()));
+  d.last_ns = d.first_ns;
+  for (const NodeState* n : slow_nodes) {
+    for (const WorkSeries& ws : n->series) {
+      if (!ws.samples.empty()) d.last_ns = std::max(d.last_ns, ws.samples.back().time_ns);
+    }
+  }
+  d.job = group.job;
+  d.summary = std::to_string(d.nodes.size()) + " nodes of rack " + rack + " are " + Percent(slowdown) +
+              " slower than job " + group.job + "'s nodes in other racks: the rack's shared infrastructure, not " +
+              std::to_string(d.nodes.size()) + " stragglers" +
+              (part.empty() ? std::string() : " (they share " + part_kind + " " + part + ")");
+  d.evidence.push_back({.time_ns = d.last_ns,
+                        .mono_us = std::nullopt,
+                        .source = Source::kWorkload,
+                        .component = d.component,
+                        .text = d.summary,
+                        .count = d.nodes.size()});
+  return d;
+}
+
+FleetDiagnosis FleetAnalyzer::Impl::SharedDiagnosis(const SharedCause& c, const std::vector<HeldRef>& refs) const {
+  FleetDiagnosis d;
+  d.cause = c.cause;
+  d.component = CauseComponent(c.cause, c.part);
+  d.action = ActionFor(c.cause);
+  d.first_ns = INT64_MAX;
+  d.last_ns = INT64_MIN;
+  std::map<FaultClass, size_t> classes;
+  for (size_t i : c.members) {
+    const HeldRef& r = refs[i];
+    const Diagnosis& nd = *r.diagnosis;
+    ++classes[nd.fault_class];
+    d.nodes.push_back(r.node);
+    d.linked.push_back(r.node + "#" + std::to_string(r.row_id));
+    d.severity = std::max(d.severity, nd.severity);
+    d.first_ns = std::min(d.first_ns, nd.first_ns);
+    d.last_ns = std::max(d.last_ns, nd.last_ns);
+    d.evidence.push_back({.time_ns = nd.first_ns,
+                          .mono_us = std::nullopt,
+                          .source = nd.evidence.empty() ? Source::kReplay : nd.evidence.front().source,
+                          .component = r.node + "/" + nd.component.Id(),
+                          .text = r.node + ": " + std::string(ToString(nd.fault_class)) + ": " + nd.summary,
+                          .count = 1});
+  }
+  std::sort(d.nodes.begin(), d.nodes.end());
+  d.nodes.erase(std::unique(d.nodes.begin(), d.nodes.end()), d.nodes.end());
+  std::sort(d.linked.begin(), d.linked.end());
+  // Oldest first, whatever order the nodes' messages arrived in.
+  std::sort(d.evidence.begin(), d.evidence.end(), [](const Evidence& x, const Evidence& y) {
+    return std::tie(x.time_ns, x.component, x.text) < std::tie(y.time_ns, y.component, y.text);
+  });
+  if (d.evidence.size() > kMaxEvidenceLines) d.evidence.resize(kMaxEvidenceLines);
+  size_t top = 0;
+  std::string counts;
+  for (const auto& [fc, n] : classes) {
+    if (n > top) top = n, d.fault_class = fc;
+    counts += (counts.empty() ? "" : ", ") + std::string(ToString(fc)) + " x" + std::to_string(n);
+  }
+  d.confidence = std::min(0.95, 0.5 + 0.15 * static_cast<double>(d.nodes.size()));
+  d.summary = std::to_string(d.nodes.size()) + " nodes sharing " + c.cause + " " + c.part + " report " + counts +
+              ": one shared cause (the " + c.cause + "), not " + std::to_string(d.nodes.size()) +
+              " node faults; act on it, not on the nodes";
+  return d;
+}
+
+// Shared causes among the per-node diagnoses held for the window, as candidates; returns
+// the nodes they (and the shared causes still open) cover.
+std::set<std::string> FleetAnalyzer::Impl::SharedCauses(std::map<std::string, FleetDiagnosis>& candidates) const {
+  std::vector<HeldRef> refs;
+  for (const NodeState& n : nodes) {
+    for (const HeldDiagnosis& d : n.diagnoses) refs.push_back({n.name, d.row_id, &d.diagnosis});
+  }
+  const CorrelateOptions co{.min_nodes = options.min_correlated_nodes, .min_switch_ports = options.min_switch_ports};
+  std::set<std::string> covered;
+  for (const SharedCause& c : Correlate(refs, index, co)) {
+    FleetDiagnosis d = SharedDiagnosis(c, refs);
+    covered.insert(d.nodes.begin(), d.nodes.end());
+    candidates.emplace(c.cause + "|" + c.part, std::move(d));
+  }
+  for (const auto& [key, entry] : open) {
+    const std::string& cause = entry.diagnosis.cause;
+    if (cause != "straggler" && cause != "rack")
+      covered.insert(entry.diagnosis.nodes.begin(), entry.diagnosis.nodes.end());
+  }
+  return covered;
+}
+
+// A whole rack slow in a job that spans racks is the rack, not its nodes. While a rack may
+// still be turning slow (another of its nodes' newest samples above the threshold too), its
+// slow nodes are held back a little rather than named one by one.
+void FleetAnalyzer::Impl::JudgeRacks(const GroupInfo& g, const std::vector<SlowNode>& slow,
+                                     const std::set<std::string>& covered,
+                                     std::map<std::string, FleetDiagnosis>& candidates,
+                                     std::set<size_t>& in_rack) const {
+  struct RackCount {
+    size_t total = 0;
+    size_t rising = 0;
+    std::vector<SlowNode> slow;
+  };
+  std::map<std::string, RackCount> racks;
+  for (size_t i : g.nodes) {
+    RackCount& r = racks[nodes[i].Rack()];
+    ++r.total;
+    r.rising += g.rising.count(i);
+  }
+  for (const SlowNode& s : slow) {
+    if (s.job == g.job && g.slow.count(s.node) != 0) racks[nodes[s.node].Rack()].slow.push_back(s);
+  }
+  if (racks.size() < 2) return;
+  auto enough = [&](size_t n, size_t total) {
+    return n >= options.min_rack_nodes && static_cast<double>(n) >= options.rack_fraction * static_cast<double>(total);
+  };
+  for (const auto& [rack, r] : racks) {
+    if (rack.empty()) continue;
+    const bool named = enough(r.slow.size(), r.total);
+    if (!named) {
+      // Forming: another node of the rack is on its way. Hold a slow node back for at most
+      // another `persistence` samples, so two real stragglers in one rack are still named.
+      if (r.rising < 2 || r.total < options.min_rack_nodes) continue;
+      for (const SlowNode& s : r.slow) {
+        if (s.verdict.slow_run < 2 * options.persistence) in_rack.insert(s.node);
+      }
+      continue;
+    }
+    for (const SlowNode& s : r.slow) in_rack.insert(s.node);
+    const bool all_covered = std::all_of(r.slow.begin(), r.slow.end(),
+                                         [&](const SlowNode& s) { return covered.count(nodes[s.node].name) != 0; });
+    const std::string key = "rack|" + rack;
+    if (!all_covered && candidates.count(key) == 0) candidates.emplace(key, RackDiagnosis(rack, g, r.slow));
+  }
+}
+
+void FleetAnalyzer::Impl::Reconcile(const std::string& key, FleetDiagnosis fresh, int64_t now_ns) {
+  auto it = open.find(key);
+  if (it == open.end()) {
+    // The id is fixed when the diagnosis opens: the part (or job/node) and when it began.
+    std::string id = key;
+    std::replace(id.begin(), id.end(), '|', '/');
+    fresh.id = id + "/" + std::to_string(fresh.first_ns);
+    open.emplace(key, OpenEntry{std::move(fresh), "", ""});
+    return;
+  }
+  FleetDiagnosis& d = it->second.diagnosis;
+  // Who it covers only grows while it is open (a node that recovers stays named).
+  MergeSorted(fresh.nodes, d.nodes);
+  MergeSorted(fresh.linked, d.linked);
+  fresh.id = d.id;
+  fresh.first_ns = std::min(d.first_ns, fresh.first_ns);
+  fresh.last_ns = std::max(d.last_ns, fresh.last_ns);
+  fresh.node_diagnoses = std::move(d.node_diagnoses);
+  d = std::move(fresh);
+  (void)now_ns;
+}
+
+void FleetAnalyzer::Impl::Close(const std::set<std::string>& current, const std::set<size_t>& calm, int64_t before_ns) {
+  auto recovered = [&](const FleetDiagnosis& d) {
+    for (const std::string& name : d.nodes) {
+      auto it = node_index.find(name);
+      if (it == node_index.end()) continue;
+      const NodeState& n = nodes[it->second];
+      const bool has_samples = std::any_of(n.series.begin(), n.series.end(),
+                                           [&](const WorkSeries& s) { return s.job == d.job || d.cause == "rack"; });
+      if (has_samples && calm.count(it->second) == 0) return false;
+    }
+    return true;
+  };
+  for (auto it = open.begin(); it != open.end();) {
+    const FleetDiagnosis& d = it->second.diagnosis;
+    bool close = false;
+    if (current.count(it->first) != 0) {
+      close = false;
+    } else if (d.cause == "straggler" || d.cause == "rack") {
+      close = recovered(d);
+    } else {
+      close = d.last_ns < before_ns;  // every linked diagnosis has aged out of the window
+    }
+    it = close ? open.erase(it) : std::next(it);
+  }
+}
+
+std::vector<FleetDiagnosis> FleetAnalyzer::Evaluate(int64_t now_ns) {
+  Impl& m = *impl_;
+  const int64_t before_ns = now_ns - m.options.window_ns;
+  for (NodeState& n : m.nodes) Forget(n, before_ns);
+
+  std::map<std::string, FleetDiagnosis> candidates;
+  // Shared causes first: a node whose symptoms a shared cause explains is slow because of
+  // it, and is not named again as a straggler or inside a rack.
+  const std::set<std::string> covered = m.SharedCauses(candidates);
+  std::vector<GroupInfo> groups;
+  std::set<size_t> calm;
+  const std::vector<SlowNode> slow = m.JudgeJobs(groups, calm);
+  std::set<size_t> in_rack;  // slow nodes a rack accounts for (named, forming, or covered)
+  for (const GroupInfo& g : groups) m.JudgeRacks(g, slow, covered, candidates, in_rack);
+  std::map<size_t, GpuReading> peer_gpus;  // per group, computed once when it has a straggler
+  for (const SlowNode& s : slow) {
+    if (in_rack.count(s.node) != 0 || covered.count(m.nodes[s.node].name) != 0) continue;
+    const std::string key = "straggler|" + s.job + "|" + m.nodes[s.node].name;
+    if (candidates.count(key) != 0) continue;
+    for (size_t gi = 0; gi < groups.size(); ++gi) {
+      if (groups[gi].job != s.job || groups[gi].slow.count(s.node) == 0) continue;
+      auto it = peer_gpus.find(gi);
+      if (it == peer_gpus.end()) it = peer_gpus.emplace(gi, m.PeerGpuMedians(groups[gi])).first;
+      candidates.emplace(key, m.StragglerDiagnosis(s, it->second));
+      break;
+    }
+  }
+
+  // A node now accounted for by its rack or a shared cause is no longer its own straggler.
+  for (auto it = m.open.begin(); it != m.open.end();) {
+    const FleetDiagnosis& d = it->second.diagnosis;
+    bool absorbed = false;
+    if (d.cause == "straggler" && candidates.count(it->first) == 0 && !d.nodes.empty()) {
+      auto idx = m.node_index.find(d.nodes.front());
+      absorbed = covered.count(d.nodes.front()) != 0 || (idx != m.node_index.end() && in_rack.count(idx->second) != 0);
+    }
+    it = absorbed ? m.open.erase(it) : std::next(it);
+  }
+  std::set<std::string> current;
+  for (auto& [key, d] : candidates) {
+    current.insert(key);
+    m.Reconcile(key, std::move(d), now_ns);
+  }
+  m.Close(current, calm, before_ns);
+
+  std::vector<FleetDiagnosis> out;
+  for (auto& [key, entry] : m.open) {
+    FleetDiagnosis& d = entry.diagnosis;
+    // Ask the straggler's own isolator why, for the window, when it is named and again
+    // when what it is named for changes.
+    if (d.cause == "straggler" && current.count(key) != 0) {
+      if (entry.isolated_for != IsolatedFor(d)) {
+        const NodeState& n = m.nodes[m.node_index.at(d.nodes.front())];
+        d.node_diagnoses = IsolateHeldNode(n, before_ns, now_ns);
+        entry.isolated_for = IsolatedFor(d);
+      }
+      ApplyIsolator(d);
+    }
+    const std::string sig = Signature(d);
+    if (sig == entry.reported) continue;
+    entry.reported = sig;
+    out.push_back(d);
+  }
+  std::sort(out.begin(), out.end(), [](const FleetDiagnosis& a, const FleetDiagnosis& b) { return a.id < b.id; });
+  return out;
+}
+
+std::vector<FleetDiagnosis> FleetAnalyzer::Open() const {
+  std::vector<FleetDiagnosis> out;
+  for (const auto& [key, entry] : impl_->open) out.push_back(entry.diagnosis);
+  std::sort(out.begin(), out.end(), [](const FleetDiagnosis& a, const FleetDiagnosis& b) { return a.id < b.id; });
+  return out;
+}
+
+// ---- snapshot ----
+
+std::string FleetAnalyzer::Snapshot() const {
+  const Impl& m = *impl_;
+  Json nodes = Json::array();
+  for (const NodeState& n : m.nodes) nodes.push_back(ToJson(n));
+  Json open = Json::array();
+  for (const auto& [key, entry] : m.open) {
+    open.push_back({{"key", key},
+                    {"diagnosis", entry.diagnosis},
+                    {"reported", entry.reported},
+                    {"isolated_for", entry.isolated_for}});
+  }
+  const IngestStats& s = m.stats;
+  Json stats{{"envelopes", s.envelopes},
+             {"observations", s.observations},
+             {"duplicates", s.duplicates},
+             {"refused", s.refused},
+             {"records", s.records}};
+  Json j{{"faultline_fleet_snapshot", kSnapshotVersion},
+         {"stats", stats},
+         {"msg_ids", m.msg_ids.ToJson()},
+         {"nodes", std::move(nodes)},
+         {"open", std::move(open)}};
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+Status FleetAnalyzer::Restore(std::string_view snapshot) {
+  Impl& m = *impl_;
+  if (!m.nodes.empty() || !m.open.empty() || m.stats.envelopes != 0) {
+    return Status(StatusCode::kInvalidArgument, "fleet snapshot: restore needs a fresh analyzer");
+  }
+  Json j = Json::parse(snapshot, nullptr, /*allow_exceptions=*/false);
+  auto corrupt = [](const std::string& why) { return Status(StatusCode::kCorrupt, "fleet snapshot: " + why); };
+  if (j.is_discarded() || !j.is_object()) return corrupt("not JSON");
+  auto v = j.find("faultline_fleet_snapshot");
+  if (v == j.end() || *v != kSnapshotVersion)
+    return corrupt("not a snapshot of version " + std::to_string(kSnapshotVersion));
+  Impl fresh(m.topology, m.options);
+  try {
+    const Json& s = j.at("stats");
+    fresh.stats = {.envelopes = s.at("envelopes").get<size_t>(),
+                   .observations = s.at("observations").get<size_t>(),
+                   .duplicates = s.at("duplicates").get<size_t>(),
+                   .refused = s.at("refused").get<size_t>(),
+                   .records = s.at("records").get<size_t>()};
+    if (!fresh.msg_ids.FromJson(j.at("msg_ids"))) return corrupt("msg_ids");
+    for (const Json& jn : j.at("nodes")) {
+      NodeState n;
+      if (!FromJson(jn, n) || n.name.empty() || fresh.node_index.count(n.name) != 0) return corrupt("node");
+      n.topo = fresh.index.Node(n.name);
+      fresh.node_index.emplace(n.name, fresh.nodes.size());
+      fresh.nodes.push_back(std::move(n));
+    }
+    for (const Json& jo : j.at("open")) {
+      fresh.open.emplace(jo.at("key").get<std::string>(),
+                         OpenEntry{jo.at("diagnosis").get<FleetDiagnosis>(), jo.at("reported").get<std::string>(),
+                                   jo.at("isolated_for").get<std::string>()});
+    }
+  } catch (const std::exception& e) {
+    return corrupt(e.what());
+  }
+  m.stats = fresh.stats;
+  m.msg_ids = std::move(fresh.msg_ids);
+  m.nodes = std::move(fresh.nodes);
+  m.node_index = std::move(fresh.node_index);
+  m.open = std::move(fresh.open);
+  // The nodes' topology pointers point into fresh's copy: point them at ours.
+  for (NodeState& n : m.nodes) n.topo = m.index.Node(n.name);
+  return Status::Ok();
+}
+
+}  // namespace faultline::fleet

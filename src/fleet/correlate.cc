@@ -1,0 +1,181 @@
+#include "fleet/correlate.h"
+
+#include <algorithm>
+#include <charconv>
+#include <set>
+
+namespace faultline::fleet {
+
+TopologyIndex::TopologyIndex(const FleetTopology& topology) : topology_(&topology) {
+  for (const FleetNode& n : topology.nodes) nodes_.emplace(n.name, &n);
+  for (const Cable& c : topology.cables) {
+    for (const CableEnd* e : {&c.a, &c.b}) {
+      if (!e->node.empty()) cable_ends_.emplace(std::make_tuple(e->node, e->device, e->port), &c);
+    }
+  }
+}
+
+const FleetNode* TopologyIndex::Node(std::string_view name) const {
+  auto it = nodes_.find(std::string(name));
+  return it == nodes_.end() ? nullptr : it->second;
+}
+
+const Cable* TopologyIndex::CableAt(std::string_view node, std::string_view device, int port) const {
+  auto it = cable_ends_.find(std::make_tuple(std::string(node), std::string(device), port));
+  return it == cable_ends_.end() ? nullptr : it->second;
+}
+
+std::string_view CorrelationFamily(FaultClass c) {
+  switch (c) {
+    case FaultClass::kPowerSupply:
+    case FaultClass::kPowerInsufficient:
+    case FaultClass::kVoltageOutOfRange:
+    case FaultClass::kGpuPowerBrake:
+      return "power";
+    case FaultClass::kThermalInlet:
+    case FaultClass::kCoolingDegraded:
+    case FaultClass::kCoolantLeak:
+    case FaultClass::kGpuThermal:
+      return "cooling";
+    case FaultClass::kIbLinkErrors:
+    case FaultClass::kIbLinkDown:
+    case FaultClass::kNvlinkErrors:
+    case FaultClass::kNvlinkDown:
+      return "link";
+    case FaultClass::kDriverFault:
+    case FaultClass::kGspFirmware:
+      return "driver";
+    default:
+      return "";
+  }
+}
+
+std::pair<std::string, int> LinkEnd(const ComponentRef& component) {
+  int port = 0;
+  auto dev = component.keys.find("device");
+  auto p = component.keys.find("port");
+  if (dev != component.keys.end()) {
+    if (p != component.keys.end()) std::from_chars(p->second.data(), p->second.data() + p->second.size(), port);
+    return {dev->second, port};
+  }
+  const std::string& name = component.name;
+  const size_t slash = name.rfind('/');
+  if (slash == std::string::npos) return {name, 0};
+  auto [end, ec] = std::from_chars(name.data() + slash + 1, name.data() + name.size(), port);
+  if (ec != std::errc() || end != name.data() + name.size()) return {name, 0};
+  return {name.substr(0, slash), port};
+}
+
+Action ActionFor(std::string_view cause) {
+  if (cause == "cable") return Action::kReseatOrReplaceLink;
+  if (cause == "driver") return Action::kDriverUpgrade;
+  if (cause == "straggler") return Action::kNotifyUser;
+  return Action::kFacilityTicket;
+}
+
+std::string CauseComponent(std::string_view cause, std::string_view part) {
+  return std::string(cause) + "/" + std::string(part);
+}
+
+namespace {
+
+// Working state of one Correlate call.
+struct Pass {
+  const std::vector<HeldRef>& refs;
+  const TopologyIndex& topology;
+  const CorrelateOptions& options;
+  std::vector<bool> taken;
+  std::vector<SharedCause> out;
+
+  const FleetNode* NodeOf(size_t i) const { return topology.Node(refs[i].node); }
+  bool Eligible(size_t i, std::string_view family) const {
+    return !taken[i] && refs[i].diagnosis != nullptr && CorrelationFamily(refs[i].diagnosis->fault_class) == family &&
+           NodeOf(i) != nullptr;
+  }
+  // Members grouped by a part name; "" parts are skipped.
+  template <typename PartOf>
+  std::map<std::string, std::vector<size_t>> Group(std::string_view family, PartOf part_of) const {
+    std::map<std::string, std::vector<size_t>> groups;
+    for (size_t i = 0; i < refs.size(); ++i) {
+      if (!Eligible(i, family)) continue;
+      std::string part = part_of(i);
+      if (!part.empty()) groups[part].push_back(i);
+    }
+    return groups;
+  }
+  size_t DistinctNodes(const std::vector<size_t>& members) const {
+    std::set<std::string_view> nodes;
+    for (size_t i : members) nodes.insert(refs[i].node);
+    return nodes.size();
+  }
+  void Emit(std::string cause, std::string part, const std::vector<size_t>& members) {
+    for (size_t i : members) taken[i] = true;
+    out.push_back({std::move(cause), std::move(part), members});
+  }
+  // Every group of at least `min` distinct nodes becomes a cause.
+  void EmitGroups(const std::string& cause, const std::map<std::string, std::vector<size_t>>& groups, size_t min) {
+    for (const auto& [part, members] : groups) {
+      if (DistinctNodes(members) >= std::max<size_t>(min, 1)) Emit(cause, part, members);
+    }
+  }
+};
+
+void CableRule(Pass& p) {
+  auto groups = p.Group("link", [&](size_t i) {
+    auto [device, port] = LinkEnd(p.refs[i].diagnosis->component);
+    const Cable* c = p.topology.CableAt(p.refs[i].node, device, port);
+    // Only a node-to-node cable has two ends that can both report.
+    return c != nullptr && !c->a.node.empty() && !c->b.node.empty() ? c->id : std::string();
+  });
+  p.EmitGroups("cable", groups, 2);
+}
+
+void SwitchRule(Pass& p) {
+  auto groups = p.Group("link", [&](size_t i) {
+    auto [device, port] = LinkEnd(p.refs[i].diagnosis->component);
+    if (const Cable* c = p.topology.CableAt(p.refs[i].node, device, port)) {
+      if (!c->a.switch_name.empty()) return c->a.switch_name;
+      if (!c->b.switch_name.empty()) return c->b.switch_name;
+    }
+    return p.NodeOf(i)->leaf_switch;
+  });
+  p.EmitGroups("switch", groups, std::max(p.options.min_switch_ports, p.options.min_nodes));
+}
+
+void PowerRules(Pass& p) {
+  // A feed first: nodes on several of its PDUs suffering at once is upstream of any one PDU.
+  auto feeds = p.Group("power", [&](size_t i) { return p.NodeOf(i)->feed; });
+  for (const auto& [feed, members] : feeds) {
+    std::set<std::string> pdus;
+    for (size_t i : members) pdus.insert(p.NodeOf(i)->pdu);
+    if (pdus.size() >= 2 && p.DistinctNodes(members) >= p.options.min_nodes) p.Emit("feed", feed, members);
+  }
+  p.EmitGroups("pdu", p.Group("power", [&](size_t i) { return p.NodeOf(i)->pdu; }), p.options.min_nodes);
+}
+
+void CoolingRule(Pass& p) {
+  p.EmitGroups("cooling_loop", p.Group("cooling", [&](size_t i) { return p.NodeOf(i)->cooling_loop; }),
+               p.options.min_nodes);
+}
+
+void DriverRule(Pass& p) {
+  auto groups = p.Group("driver", [&](size_t i) { return p.NodeOf(i)->driver; });
+  // One version alone: the same fault on several versions is not the version's doing.
+  if (groups.size() != 1) return;
+  p.EmitGroups("driver", groups, p.options.min_nodes);
+}
+
+}  // namespace
+
+std::vector<SharedCause> Correlate(const std::vector<HeldRef>& refs, const TopologyIndex& topology,
+                                   const CorrelateOptions& options) {
+  Pass p{refs, topology, options, std::vector<bool>(refs.size(), false), {}};
+  CableRule(p);
+  SwitchRule(p);
+  PowerRules(p);
+  CoolingRule(p);
+  DriverRule(p);
+  return std::move(p.out);
+}
+
+}  // namespace faultline::fleet

@@ -1,0 +1,119 @@
+// The fleet analyzer's consumer loop (`faultline fleet`, docs/fleet.md "Transport (NATS
+// JetStream)"): JetStream in, FleetAnalyzer in the middle, fleet diagnoses out.
+//
+// Start() ensures the stream, binds the durable pull consumer (every process that binds
+// the same durable shares its messages), binds the KV bucket and restores this
+// instance's last snapshot. Each Step() fetches a batch and feeds the analyzer; a
+// message that does not decode (malformed, over WireLimits) is Term'ed and counted, never
+// fatal; fleet diagnoses already on the stream (subjects ending ".fleet") are acked and
+// skipped. On its tick, Evaluate runs and each new or changed fleet diagnosis is published
+// to faultline.<site>.fleet.fleet.fleet with msg id "<id>@<first_ns>-<last_ns>#<hash of
+// its content>" (the stream drops a re-publish of the same diagnosis, e.g. after a
+// restart, yet passes one that changed), then returned to the caller to print.
+//
+// Nothing lost, nothing counted twice, across restarts: a message is acked only once a
+// snapshot holding its effect is in the KV bucket (Checkpoint, every snapshot_interval),
+// and a diagnosis is published before the snapshot that says it was. A crash loses
+// nothing (unacked messages come back after ack_wait and the snapshot's msg-id memory
+// drops the ones it already holds). Without a KV bucket, messages are acked as soon as
+// they are ingested (a restart then starts from an empty state).
+//
+// Snapshots larger than one KV value are written in chunks under a new generation, then
+// a manifest names it (atomic switch); a manifest whose chunks do not match its size and
+// hash is ignored (the analyzer starts empty, counted in snapshot_errors).
+//
+// Thread-compatible: one loop per thread; the Connection may be shared.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/status.h"
+#include "fleet/analyzer.h"
+#include "fleet/nats/client.h"
+#include "fleet/wire.h"
+
+namespace faultline::fleet::nats {
+
+struct FleetLoopOptions {
+  StreamConfig stream;
+  bool ensure_stream = true;  // false: the stream must exist (a consumer without rights to create it)
+  ConsumerConfig consumer;
+  std::string kv_bucket = "faultline-fleet";  // "" = no snapshots (ack at once)
+  int kv_replicas = 1;
+  std::string instance = "default";  // snapshot key: snap.<durable>.<instance>
+  std::string site = "default";      // published to faultline.<site>.fleet.fleet.fleet
+  bool publish_diagnoses = true;
+  int fetch_batch = 256;
+  int64_t fetch_timeout_ns = 500'000'000;
+  int64_t evaluate_interval_ns = 1'000'000'000;
+  int64_t snapshot_interval_ns = 10'000'000'000;  // keep well under consumer.ack_wait_ns
+  size_t max_deferred_acks = 50'000;              // a checkpoint runs early past this
+  WireLimits limits;
+};
+
+struct FleetLoopStats {
+  uint64_t messages = 0;       // fetched
+  uint64_t ingested = 0;       // decoded and handed to the analyzer
+  uint64_t malformed = 0;      // did not decode: Term'ed
+  uint64_t oversized = 0;      // over WireLimits: Term'ed
+  uint64_t skipped_fleet = 0;  // fleet diagnoses on the stream (ours or another partition's)
+  uint64_t redelivered = 0;    // delivery count > 1
+  uint64_t evaluations = 0;
+  uint64_t diagnoses = 0;            // new or changed fleet diagnoses
+  uint64_t published = 0;            // of them, acked by the stream
+  uint64_t published_duplicate = 0;  // acked as already there (a replay after restart)
+  uint64_t snapshots = 0;
+  uint64_t snapshot_errors = 0;
+  uint64_t fetch_errors = 0;
+  bool restored = false;  // Start() found and restored a snapshot
+};
+
+class FleetLoop {
+ public:
+  // `conn`, `analyzer` and `clock` must outlive the loop.
+  FleetLoop(Connection& conn, FleetAnalyzer& analyzer, FleetLoopOptions options, const Clock& clock);
+
+  Status Start();
+  // One fetch (waiting up to fetch_timeout), then evaluate / checkpoint when due. Returns
+  // the fleet diagnoses that are new or changed in this step. kUnavailable when NATS is
+  // down (the caller waits and calls again; libnats reconnects).
+  Result<std::vector<FleetDiagnosis>> Step();
+  // Evaluates now (whatever the tick), publishing what is new.
+  Result<std::vector<FleetDiagnosis>> EvaluateNow();
+  // Publishes anything still unpublished, saves a snapshot, then acks every message it
+  // covers. Call before exiting.
+  Status Checkpoint();
+
+  const FleetLoopStats& stats() const { return stats_; }
+  std::string snapshot_key() const;
+
+ private:
+  Status Publish(const FleetDiagnosis& d);
+  Status FlushOutbox();
+  Status SaveSnapshot(const std::string& bytes);
+  Result<std::optional<std::string>> LoadSnapshot();
+
+  Connection& conn_;
+  FleetAnalyzer& analyzer_;
+  FleetLoopOptions options_;
+  const Clock& clock_;
+  std::unique_ptr<PullConsumer> consumer_;
+  std::unique_ptr<KeyValue> kv_;
+  std::vector<std::string> deferred_acks_;
+  std::vector<FleetDiagnosis> outbox_;  // evaluated, not yet acked by the stream
+  uint64_t generation_ = 0;
+  size_t generation_chunks_ = 0;
+  int64_t last_evaluate_mono_ = 0;
+  int64_t last_snapshot_mono_ = 0;
+  FleetLoopStats stats_;
+};
+
+// The subject fleet diagnoses go to, and the msg id of one (id, span, content hash).
+std::string FleetDiagnosisSubject(const std::string& site);
+std::string FleetDiagnosisMsgId(const FleetDiagnosis& d);
+
+}  // namespace faultline::fleet::nats

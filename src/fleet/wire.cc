@@ -1,0 +1,699 @@
+#include "fleet/wire.h"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cstring>
+#include <exception>
+#include <unordered_map>
+
+#include "store/records.h"
+
+namespace faultline::fleet {
+namespace {
+
+// The observation line's fields, in order (docs/fleet.md "Wire format").
+enum Field : size_t {
+  kId,
+  kTime,
+  kMono,
+  kSeq,
+  kNode,
+  kLayer,
+  kCompType,
+  kCompName,
+  kCompKeys,
+  kKind,
+  kValue,
+  kCode,
+  kText,
+  kSource,
+  kRaw,
+  kAttrs,
+  kCount,
+  kFieldCount,
+};
+
+// Inside a map field: entries are separated by RS, a key from its value by US. Both are
+// control characters, which string escaping never leaves bare, so no string can forge them.
+constexpr char kEntrySep = '\x1e';
+constexpr char kKeySep = '\x1f';
+
+constexpr int kMaxJsonDepth = 32;
+
+// Appends or only counts, so EncodedSize measures exactly what Encode writes.
+struct Appender {
+  std::string& out;
+  void Put(char c) { out.push_back(c); }
+  void Put(std::string_view s) { out.append(s); }
+};
+struct Counter {
+  size_t n = 0;
+  void Put(char) { ++n; }
+  void Put(std::string_view s) { n += s.size(); }
+};
+
+constexpr char kHex[] = "0123456789abcdef";
+
+// Backslash-escapes '\\' and every control character, so tabs, newlines and the map
+// separators inside strings never split a line or a field. Other bytes (UTF-8) pass as-is.
+template <typename Out>
+void PutEscaped(Out& out, std::string_view s) {
+  size_t start = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '\\') continue;
+    out.Put(s.substr(start, i - start));
+    out.Put('\\');
+    switch (c) {
+      case '\\':
+        out.Put('\\');
+        break;
+      case '\t':
+        out.Put('t');
+        break;
+      case '\n':
+        out.Put('n');
+        break;
+      case '\r':
+        out.Put('r');
+        break;
+      default:
+        out.Put('x');
+        out.Put(kHex[c >> 4]);
+        out.Put(kHex[c & 15]);
+    }
+    start = i + 1;
+  }
+  out.Put(s.substr(start));
+}
+
+template <typename Out, typename T>
+void PutNumber(Out& out, T v) {
+  std::array<char, 40> buf;
+  auto [end, ec] = std::to_chars(buf.data(), buf.data() + buf.size(), v);
+  out.Put(std::string_view(buf.data(), ec == std::errc() ? static_cast<size_t>(end - buf.data()) : 0));
+}
+
+template <typename Out>
+void PutMap(Out& out, const std::map<std::string, std::string>& m) {
+  bool first = true;
+  for (const auto& [k, v] : m) {
+    if (!first) out.Put(kEntrySep);
+    first = false;
+    PutEscaped(out, k);
+    out.Put(kKeySep);
+    PutEscaped(out, v);
+  }
+}
+
+template <typename Out>
+void PutObservationLine(Out& out, const Observation& o, int64_t id) {
+  PutNumber(out, id);
+  out.Put('\t');
+  PutNumber(out, o.time_ns);
+  out.Put('\t');
+  if (o.mono_us) PutNumber(out, *o.mono_us);
+  out.Put('\t');
+  if (o.seq) PutNumber(out, *o.seq);
+  out.Put('\t');
+  PutEscaped(out, o.node);
+  out.Put('\t');
+  out.Put(ToString(o.layer));
+  out.Put('\t');
+  out.Put(ToString(o.component.type));
+  out.Put('\t');
+  PutEscaped(out, o.component.name);
+  out.Put('\t');
+  PutMap(out, o.component.keys);
+  out.Put('\t');
+  out.Put(ToString(o.kind));
+  out.Put('\t');
+  if (o.value) PutNumber(out, *o.value);
+  out.Put('\t');
+  if (o.code) PutNumber(out, *o.code);
+  out.Put('\t');
+  PutEscaped(out, o.text);
+  out.Put('\t');
+  out.Put(ToString(o.source));
+  out.Put('\t');
+  PutEscaped(out, o.raw);
+  out.Put('\t');
+  PutMap(out, o.attrs);
+  out.Put('\t');
+  PutNumber(out, o.count);
+  out.Put('\n');
+}
+
+// Name -> enum tables built once from the core's own lists (immutable after first use), so
+// decoding an enum is one hash look-up rather than the core's linear scan.
+template <typename E>
+using NameMap = std::unordered_map<std::string_view, E>;
+
+template <typename E, typename List>
+NameMap<E> BuildNames(const List& values) {
+  NameMap<E> m;
+  for (E v : values) m.emplace(ToString(v), v);
+  return m;
+}
+
+template <typename E>
+std::vector<E> Range(E last) {
+  std::vector<E> v;
+  for (int i = 0; i <= static_cast<int>(last); ++i) v.push_back(static_cast<E>(i));
+  return v;
+}
+
+const NameMap<ObsKind>& KindNames() {
+  static const NameMap<ObsKind> m = BuildNames<ObsKind>(AllObsKinds());
+  return m;
+}
+const NameMap<Layer>& LayerNames() {
+  static const NameMap<Layer> m = BuildNames<Layer>(Range(Layer::kWorkload));
+  return m;
+}
+const NameMap<Source>& SourceNames() {
+  static const NameMap<Source> m = BuildNames<Source>(Range(Source::kSim));
+  return m;
+}
+const NameMap<ComponentType>& TypeNames() {
+  static const NameMap<ComponentType> m = BuildNames<ComponentType>(Range(ComponentType::kHost));
+  return m;
+}
+
+// Why a line was refused; the caller prefixes the line number.
+struct LineError {
+  StatusCode code = StatusCode::kOk;
+  std::string what;
+};
+
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Reverses PutEscaped. `plain`: the caller's scan saw no backslash and no control byte,
+// so the bytes are the string. Otherwise false on a dangling or unknown escape, or a bare
+// control character (a writer that forgot to escape).
+bool Unescape(std::string_view s, bool plain, std::string& out) {
+  if (plain) {
+    out.assign(s);
+    return true;
+  }
+  out.clear();
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (static_cast<unsigned char>(c) < 0x20) return false;
+    if (c != '\\') {
+      out.push_back(c);
+      continue;
+    }
+    if (++i >= s.size()) return false;
+    switch (s[i]) {
+      case '\\':
+        out.push_back('\\');
+        break;
+      case 't':
+        out.push_back('\t');
+        break;
+      case 'n':
+        out.push_back('\n');
+        break;
+      case 'r':
+        out.push_back('\r');
+        break;
+      case 'x': {
+        if (i + 2 >= s.size()) return false;
+        const int hi = HexDigit(s[i + 1]), lo = HexDigit(s[i + 2]);
+        if (hi < 0 || lo < 0) return false;
+        out.push_back(static_cast<char>(hi * 16 + lo));
+        i += 2;
+        break;
+      }
+      default:
+        return false;
+    }
+  }
+  return true;
+}
+
+// A byte the fast paths let through: printable and not an escape.
+inline bool PlainByte(char c) { return static_cast<unsigned char>(c) >= 0x20 && c != '\\'; }
+
+template <typename T>
+bool ParseNumber(std::string_view s, T& out) {
+  if (s.empty()) return false;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && end == s.data() + s.size();
+}
+
+template <typename T>
+bool ParseOptional(std::string_view s, std::optional<T>& out) {
+  if (s.empty()) {
+    out.reset();
+    return true;
+  }
+  T v{};
+  if (!ParseNumber(s, v)) return false;
+  out = v;
+  return true;
+}
+
+bool Corrupt(LineError& err, const char* what) {
+  err = {StatusCode::kCorrupt, what};
+  return false;
+}
+
+bool OverLimit(LineError& err, const char* what) {
+  err = {StatusCode::kInvalidArgument, std::string(what) + " over the field limit"};
+  return false;
+}
+
+// One pass over a map field: pieces end at the key or entry separator.
+bool ParseMap(std::string_view s, size_t max_field, std::map<std::string, std::string>& out, LineError& err) {
+  out.clear();
+  if (s.empty()) return true;
+  std::string key, value;
+  bool have_key = false, plain = true;
+  const char* start = s.data();
+  const char* const end = s.data() + s.size();
+  for (const char* p = start;; ++p) {
+    if (p < end && *p != kKeySep && *p != kEntrySep) {
+      plain = plain && PlainByte(*p);
+      continue;
+    }
+    const std::string_view piece(start, static_cast<size_t>(p - start));
+    const bool key_end = p < end && *p == kKeySep;
+    if (key_end == have_key) return Corrupt(err, "malformed map entry");
+    std::string& into = key_end ? key : value;
+    if (!Unescape(piece, plain, into)) return Corrupt(err, "malformed map entry");
+    if (into.size() > max_field) return OverLimit(err, "map entry");
+    if (key_end) {
+      have_key = true;
+    } else {
+      // Entries come in key order: appending at the end is the common case.
+      out.emplace_hint(out.end(), std::move(key), std::move(value));
+      key.clear();
+      value.clear();
+      have_key = false;
+    }
+    if (p == end) return true;
+    start = p + 1;
+    plain = true;
+  }
+}
+
+bool ParseString(std::string_view s, bool plain, size_t max_field, std::string& out, const char* name, LineError& err) {
+  if (s.size() > max_field * 4 + 4) return OverLimit(err, name);  // escapes at most quadruple a byte ("\xHH")
+  if (!Unescape(s, plain, out)) {
+    err = {StatusCode::kCorrupt, std::string(name) + ": bad escape or control character"};
+    return false;
+  }
+  if (out.size() > max_field) return OverLimit(err, name);
+  return true;
+}
+
+// The last few names looked up for one enum field: a batch repeats the same few names
+// (a GPU's clock, power, temperature, ...), so most look-ups are a comparison or two
+// instead of a hash.
+template <typename E>
+struct EnumCache {
+  static constexpr size_t kSlots = 8;
+  const NameMap<E>& names;
+  std::array<std::pair<std::string_view, E>, kSlots> recent{};
+  size_t next = 0;
+  bool Find(std::string_view s, E& out) {
+    for (const auto& [name, value] : recent) {
+      if (!name.empty() && name == s) {
+        out = value;
+        return true;
+      }
+    }
+    auto it = names.find(s);
+    if (it == names.end()) return false;
+    recent[next] = {it->first, it->second};  // it->first points at the core's static name table
+    next = (next + 1) % kSlots;
+    out = it->second;
+    return true;
+  }
+};
+
+// Parses the lines of one batch; holds the enum caches between lines.
+class LineParser {
+ public:
+  explicit LineParser(size_t max_field) : max_field_(max_field) {}
+
+  // One observation line (without its newline) into `o` and its row id.
+  bool Parse(std::string_view line, Observation& o, int64_t& id, LineError& err) {
+    if (!Split(line)) return Corrupt(err, n_ < kFieldCount ? "too few fields" : "too many fields");
+    if (!ParseNumber(f_[kId], id)) return Corrupt(err, "bad row id");
+    if (!ParseNumber(f_[kTime], o.time_ns)) return Corrupt(err, "bad time_ns");
+    if (!ParseOptional(f_[kMono], o.mono_us)) return Corrupt(err, "bad mono_us");
+    if (!ParseOptional(f_[kSeq], o.seq)) return Corrupt(err, "bad seq");
+    if (!Str(kNode, o.node, "node", err)) return false;
+    if (!layer_.Find(f_[kLayer], o.layer)) return Corrupt(err, "unknown layer");
+    if (!type_.Find(f_[kCompType], o.component.type)) return Corrupt(err, "unknown component type");
+    if (!Str(kCompName, o.component.name, "component name", err)) return false;
+    if (!ParseMap(f_[kCompKeys], max_field_, o.component.keys, err)) return false;
+    if (!kind_.Find(f_[kKind], o.kind)) return Corrupt(err, "unknown kind");
+    if (!ParseOptional(f_[kValue], o.value)) return Corrupt(err, "bad value");
+    if (!ParseOptional(f_[kCode], o.code)) return Corrupt(err, "bad code");
+    if (!Str(kText, o.text, "text", err)) return false;
+    if (!source_.Find(f_[kSource], o.source)) return Corrupt(err, "unknown source");
+    if (!Str(kRaw, o.raw, "raw", err)) return false;
+    if (!ParseMap(f_[kAttrs], max_field_, o.attrs, err)) return false;
+    if (!ParseNumber(f_[kCount], o.count)) return Corrupt(err, "bad count");
+    return true;
+  }
+
+ private:
+  // One pass: the fields, and for each whether it holds no escape and no control byte.
+  bool Split(std::string_view line) {
+    n_ = 0;
+    const char* start = line.data();
+    const char* const end = line.data() + line.size();
+    bool plain = true;
+    for (const char* p = start; p < end; ++p) {
+      if (PlainByte(*p)) continue;
+      if (*p != '\t') {
+        plain = false;
+        continue;
+      }
+      if (n_ + 1 >= kFieldCount) {
+        n_ = kFieldCount + 1;
+        return false;
+      }
+      f_[n_] = std::string_view(start, static_cast<size_t>(p - start));
+      plain_[n_++] = plain;
+      start = p + 1;
+      plain = true;
+    }
+    if (n_ + 1 != kFieldCount) return false;
+    f_[n_] = std::string_view(start, static_cast<size_t>(end - start));
+    plain_[n_++] = plain;
+    return true;
+  }
+
+  bool Str(Field field, std::string& out, const char* name, LineError& err) {
+    return ParseString(f_[field], plain_[field], max_field_, out, name, err);
+  }
+
+  size_t max_field_;
+  std::array<std::string_view, kFieldCount> f_;
+  std::array<bool, kFieldCount> plain_{};
+  size_t n_ = 0;
+  EnumCache<Layer> layer_{LayerNames()};
+  EnumCache<ComponentType> type_{TypeNames()};
+  EnumCache<ObsKind> kind_{KindNames()};
+  EnumCache<Source> source_{SourceNames()};
+};
+
+// ---- header ----
+
+std::string Header(const Envelope& e, size_t n) {
+  Json h{{"v", kWireVersion},    {"kind", ToString(e.kind)}, {"site", e.place.site},
+         {"rack", e.place.rack}, {"node", e.place.node},     {"msg_id", e.msg_id},
+         {"sent_ns", e.sent_ns}, {"row_id", e.row_id},       {"n", n}};
+  return h.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+// Every string in a parsed JSON value (keys too) within the field limit.
+bool StringsWithin(const Json& j, size_t max_field) {
+  if (j.is_string()) return j.get_ref<const std::string&>().size() <= max_field;
+  if (j.is_object()) {
+    for (const auto& [k, v] : j.items()) {
+      if (k.size() > max_field || !StringsWithin(v, max_field)) return false;
+    }
+  } else if (j.is_array()) {
+    for (const auto& v : j) {
+      if (!StringsWithin(v, max_field)) return false;
+    }
+  }
+  return true;
+}
+
+Result<Json> ParseJson(std::string_view text, const WireLimits& limits, const char* what) {
+  if (JsonNestingDepth(text) > kMaxJsonDepth) {
+    return Status(StatusCode::kInvalidArgument, std::string("fleet wire: ") + what + " nested too deeply");
+  }
+  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Status(StatusCode::kCorrupt, std::string("fleet wire: ") + what + " is not JSON");
+  if (!StringsWithin(j, limits.max_field_bytes)) {
+    return Status(StatusCode::kInvalidArgument, std::string("fleet wire: ") + what + " has a string over the limit");
+  }
+  return j;
+}
+
+template <typename T>
+bool HeaderField(const Json& h, const char* key, T& out) {
+  auto it = h.find(key);
+  if (it == h.end()) return false;
+  if constexpr (std::is_same_v<T, std::string>) {
+    if (!it->is_string()) return false;
+  } else {
+    if (!it->is_number_integer()) return false;
+  }
+  out = it->get<T>();
+  return true;
+}
+
+// The header into `e` (all but the payload) and the announced count.
+Status ReadHeader(const Json& h, const WireLimits& limits, Envelope& e, uint64_t& n) {
+  if (!h.is_object()) return Status(StatusCode::kCorrupt, "fleet wire: header is not an object");
+  int64_t version = 0;
+  if (!HeaderField(h, "v", version)) return Status(StatusCode::kCorrupt, "fleet wire: header lacks v");
+  if (version != kWireVersion) {
+    return Status(StatusCode::kUnsupported, "fleet wire: version " + std::to_string(version) + " not supported");
+  }
+  std::string kind;
+  if (!HeaderField(h, "kind", kind)) return Status(StatusCode::kCorrupt, "fleet wire: header lacks kind");
+  auto k = ParseRecordKind(kind);
+  if (!k) return Status(StatusCode::kCorrupt, "fleet wire: unknown kind '" + kind + "'");
+  e.kind = *k;
+  if (!HeaderField(h, "site", e.place.site) || !HeaderField(h, "rack", e.place.rack) ||
+      !HeaderField(h, "node", e.place.node) || !HeaderField(h, "msg_id", e.msg_id) ||
+      !HeaderField(h, "sent_ns", e.sent_ns) || !HeaderField(h, "row_id", e.row_id) || !HeaderField(h, "n", n)) {
+    return Status(StatusCode::kCorrupt, "fleet wire: header field missing or of the wrong type");
+  }
+  if (e.kind == RecordKind::kObservations && n > limits.max_observations) {
+    return Status(StatusCode::kInvalidArgument, "fleet wire: " + std::to_string(n) + " observations over the limit");
+  }
+  return Status::Ok();
+}
+
+Status ReadObservations(std::string_view body, uint64_t n, const WireLimits& limits, Envelope& e) {
+  // Every line has at least its tabs and newline: a short body is refused before `n`
+  // observations are allocated for it.
+  if (body.size() < n * kFieldCount) {
+    return Status(StatusCode::kCorrupt, "fleet wire: truncated: " + std::to_string(n) + " observations announced");
+  }
+  e.observations.resize(n);
+  e.observation_ids.resize(n);
+  LineError err;
+  LineParser parser(limits.max_field_bytes);
+  for (uint64_t i = 0; i < n; ++i) {
+    const void* nl = std::memchr(body.data(), '\n', body.size());
+    if (nl == nullptr) {
+      return Status(StatusCode::kCorrupt, "fleet wire: truncated at observation " + std::to_string(i));
+    }
+    const size_t at = static_cast<const char*>(nl) - body.data();
+    if (!parser.Parse(body.substr(0, at), e.observations[i], e.observation_ids[i], err)) {
+      return Status(err.code, "fleet wire: observation " + std::to_string(i) + ": " + err.what);
+    }
+    body.remove_prefix(at + 1);
+  }
+  if (!body.empty()) return Status(StatusCode::kCorrupt, "fleet wire: bytes after the last observation");
+  return Status::Ok();
+}
+
+// The one record of a record envelope from its JSON body.
+Status ReadRecord(std::string_view body, const WireLimits& limits, Envelope& e) {
+  if (!body.empty() && body.back() == '\n') body.remove_suffix(1);
+  auto j = ParseJson(body, limits, "record");
+  if (!j.ok()) return j.status();
+  if (j->is_null()) return Status(StatusCode::kCorrupt, "fleet wire: record missing");
+  try {
+    switch (e.kind) {
+      case RecordKind::kFinding:
+        e.finding = j->get<Finding>();
+        break;
+      case RecordKind::kDiagnosis:
+        e.diagnosis = j->get<Diagnosis>();
+        break;
+      case RecordKind::kAction:
+        e.action = j->get<ActionRecord>();
+        break;
+      case RecordKind::kFleetDiagnosis:
+        e.fleet = j->get<FleetDiagnosis>();
+        break;
+      case RecordKind::kObservations:
+        break;
+    }
+  } catch (const std::exception& ex) {
+    return Status(StatusCode::kCorrupt, std::string("fleet wire: record: ") + ex.what());
+  }
+  return Status::Ok();
+}
+
+Json RecordJson(const Envelope& e) {
+  switch (e.kind) {
+    case RecordKind::kFinding:
+      return e.finding ? Json(*e.finding) : Json();
+    case RecordKind::kDiagnosis:
+      return e.diagnosis ? Json(*e.diagnosis) : Json();
+    case RecordKind::kAction:
+      return e.action ? Json(*e.action) : Json();
+    case RecordKind::kFleetDiagnosis:
+      return e.fleet ? Json(*e.fleet) : Json();
+    case RecordKind::kObservations:
+      break;
+  }
+  return Json();
+}
+
+constexpr std::array<std::pair<RecordKind, std::string_view>, 5> kRecordKinds{{
+    {RecordKind::kObservations, "obs"},
+    {RecordKind::kFinding, "finding"},
+    {RecordKind::kDiagnosis, "diagnosis"},
+    {RecordKind::kAction, "action"},
+    {RecordKind::kFleetDiagnosis, "fleet"},
+}};
+
+bool SafeSubjectChar(unsigned char c) { return c > 0x20 && c != 0x7f && c != '.' && c != '*' && c != '>'; }
+
+}  // namespace
+
+std::string_view ToString(RecordKind k) {
+  for (const auto& [kind, name] : kRecordKinds) {
+    if (kind == k) return name;
+  }
+  return "unknown";
+}
+
+std::optional<RecordKind> ParseRecordKind(std::string_view s) {
+  for (const auto& [kind, name] : kRecordKinds) {
+    if (name == s) return kind;
+  }
+  return std::nullopt;
+}
+
+void to_json(Json& j, const FleetDiagnosis& v) {
+  j = Json{{"id", v.id},
+           {"cause", v.cause},
+           {"component", v.component},
+           {"fault_class", ToString(v.fault_class)},
+           {"action", ToString(v.action)},
+           {"severity", ToString(v.severity)},
+           {"confidence", v.confidence},
+           {"first_ns", v.first_ns},
+           {"last_ns", v.last_ns},
+           {"nodes", v.nodes},
+           {"linked", v.linked},
+           {"job", v.job},
+           {"summary", v.summary},
+           {"evidence", v.evidence},
+           {"node_diagnoses", v.node_diagnoses}};
+}
+
+void from_json(const Json& j, FleetDiagnosis& v) {
+  auto name = [&](const char* key) { return j.at(key).get<std::string>(); };
+  auto fault = ParseFaultClass(name("fault_class"));
+  auto action = ParseAction(name("action"));
+  auto severity = ParseSeverity(name("severity"));
+  if (!fault || !action || !severity) throw std::invalid_argument("fleet diagnosis: unknown class, action or severity");
+  v.fault_class = *fault;
+  v.action = *action;
+  v.severity = *severity;
+  v.id = name("id");
+  v.cause = j.value("cause", std::string());
+  v.component = j.value("component", std::string());
+  v.confidence = j.value("confidence", 0.0);
+  v.first_ns = j.value("first_ns", int64_t{0});
+  v.last_ns = j.value("last_ns", int64_t{0});
+  v.nodes = j.value("nodes", std::vector<std::string>());
+  v.linked = j.value("linked", std::vector<std::string>());
+  v.job = j.value("job", std::string());
+  v.summary = j.value("summary", std::string());
+  v.evidence = j.value("evidence", std::vector<Evidence>());
+  v.node_diagnoses = j.value("node_diagnoses", std::vector<Diagnosis>());
+}
+
+std::string SubjectToken(std::string_view s) {
+  if (s.empty()) return "_";
+  std::string out(s);
+  for (char& c : out) {
+    if (!SafeSubjectChar(static_cast<unsigned char>(c))) c = '_';
+  }
+  return out;
+}
+
+std::string Subject(const NodePlace& place, RecordKind kind) {
+  std::string s = "faultline.";
+  s += SubjectToken(place.site);
+  s += '.';
+  s += SubjectToken(place.rack);
+  s += '.';
+  s += SubjectToken(place.node);
+  s += '.';
+  s += ToString(kind);
+  return s;
+}
+
+std::string MakeMsgId(std::string_view node, RecordKind kind, int64_t first_row_id, int64_t last_row_id) {
+  std::string id(node);
+  id += '/';
+  id += ToString(kind);
+  id += '/';
+  id += std::to_string(first_row_id);
+  if (last_row_id != first_row_id) {
+    id += '-';
+    id += std::to_string(last_row_id);
+  }
+  return id;
+}
+
+size_t EncodedSize(const Observation& obs, int64_t row_id) {
+  Counter c;
+  PutObservationLine(c, obs, row_id);
+  return c.n;
+}
+
+std::string Encode(const Envelope& e) {
+  const bool batch = e.kind == RecordKind::kObservations;
+  std::string out = Header(e, batch ? e.observations.size() : 1);
+  out.push_back('\n');
+  if (!batch) {
+    out += RecordJson(e).dump(-1, ' ', false, Json::error_handler_t::replace);
+    out.push_back('\n');
+    return out;
+  }
+  out.reserve(out.size() + e.observations.size() * 160);
+  Appender a{out};
+  for (size_t i = 0; i < e.observations.size(); ++i) {
+    PutObservationLine(a, e.observations[i], i < e.observation_ids.size() ? e.observation_ids[i] : 0);
+  }
+  return out;
+}
+
+Result<Envelope> Decode(std::string_view bytes, const WireLimits& limits) {
+  if (bytes.size() > limits.max_message_bytes) {
+    return Status(StatusCode::kInvalidArgument,
+                  "fleet wire: message of " + std::to_string(bytes.size()) + " bytes over the limit");
+  }
+  const size_t nl = bytes.find('\n');
+  if (nl == std::string_view::npos) return Status(StatusCode::kCorrupt, "fleet wire: no header line");
+  auto header = ParseJson(bytes.substr(0, nl), limits, "header");
+  if (!header.ok()) return header.status();
+  Envelope e;
+  uint64_t n = 0;
+  if (Status s = ReadHeader(*header, limits, e, n); !s.ok()) return s;
+  const std::string_view body = bytes.substr(nl + 1);
+  Status s = e.kind == RecordKind::kObservations ? ReadObservations(body, n, limits, e) : ReadRecord(body, limits, e);
+  if (!s.ok()) return s;
+  return e;
+}
+
+}  // namespace faultline::fleet

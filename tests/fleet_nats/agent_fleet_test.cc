@@ -1,0 +1,134 @@
+// The agent's [fleet] section: parsing, and the publisher running on the agent's store
+// between Start and Stop.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "daemon/agent.h"
+#include "daemon/config.h"
+#include "daemon/fleet_publisher.h"
+#include "fleet/wire.h"
+#include "nats_server.h"
+#include "store/store.h"
+
+namespace faultline::daemon {
+namespace {
+
+using fleet::nats::ConsumerConfig;
+using fleet::nats::StreamConfig;
+using fleet::nats::testing::ConnectOrFail;
+using fleet::nats::testing::EnsureStreamRetrying;
+using fleet::nats::testing::NatsServer;
+using fleet::nats::testing::OptionsFor;
+using fleet::nats::testing::TempDir;
+using fleet::nats::testing::WaitUntil;
+
+constexpr int64_t kSec = 1'000'000'000;
+constexpr int64_t kT0 = 1764410400LL * kSec;
+
+TEST(AgentFleetConfig, OffByDefaultAndEveryKeyIsRead) {
+  auto empty = ParseAgentConfig("");
+  ASSERT_TRUE(empty.ok());
+  EXPECT_FALSE(empty->fleet.enabled);
+  auto printed = ParseAgentConfig(DefaultAgentConfigToml());
+  ASSERT_TRUE(printed.ok()) << printed.status().ToString();
+  EXPECT_EQ(printed->fleet.enabled, empty->fleet.enabled);
+  EXPECT_EQ(printed->fleet.interval_ns, empty->fleet.interval_ns);
+  EXPECT_EQ(printed->fleet.max_backoff_ns, empty->fleet.max_backoff_ns);
+  EXPECT_EQ(printed->fleet.site, empty->fleet.site);
+
+  auto c = ParseAgentConfig(R"(
+[fleet]
+enabled = true
+urls = "nats://127.0.0.1:4222, nats://127.0.0.1:4223"
+site = "dc1"
+rack = "r12"
+credentials_file = "/etc/faultline/nats.creds"
+ca_file = "/etc/faultline/ca.pem"
+interval = "250ms"
+max_backoff = "30s"
+)");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->fleet.enabled);
+  EXPECT_EQ(c->fleet.site, "dc1");
+  EXPECT_EQ(c->fleet.rack, "r12");
+  EXPECT_EQ(c->fleet.credentials_file, "/etc/faultline/nats.creds");
+  EXPECT_EQ(c->fleet.ca_file, "/etc/faultline/ca.pem");
+  EXPECT_EQ(c->fleet.interval_ns, 250'000'000);
+  EXPECT_EQ(c->fleet.max_backoff_ns, 30 * kSec);
+  auto o = FleetPublisherOptionsFor(c->fleet, "gpu-07");
+  EXPECT_EQ(o.connect.urls, (std::vector<std::string>{"nats://127.0.0.1:4222", "nats://127.0.0.1:4223"}));
+  EXPECT_EQ(o.node, "gpu-07");
+  EXPECT_EQ(o.connect.credentials_file, "/etc/faultline/nats.creds");
+}
+
+TEST(AgentFleetConfig, BadValuesNameTheKey) {
+  for (const char* bad :
+       {"[fleet]\nenabled = true\n", "[fleet]\nenabled = true\nurls = \" , \"\n", "[fleet]\nsite = \"\"\n",
+        "[fleet]\nurl = \"nats://x\"\n", "[fleet]\ninterval = -1\n", "[fleet]\nenabled = \"yes\"\n"}) {
+    auto c = ParseAgentConfig(bad);
+    ASSERT_FALSE(c.ok()) << bad;
+    EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(c.status().message().find("fleet."), std::string::npos) << c.status().message();
+  }
+}
+
+TEST(AgentFleet, TheAgentPublishesItsStoreWhileRunning) {
+  SKIP_WITHOUT_NATS_SERVER();
+  TempDir dir;
+  NatsServer server(dir.File("srv"), "s1");
+  ASSERT_TRUE(server.Start());
+  auto c = ConnectOrFail(OptionsFor({server.url()}));
+  ASSERT_NE(c, nullptr);
+  StreamConfig sc;
+  sc.max_bytes = 256 << 20;
+  ASSERT_TRUE(EnsureStreamRetrying(*c, sc).ok());
+
+  AgentConfig config;
+  config.agent.node = "gpu-07";
+  config.agent.store_path = dir.File("agent.db");
+  config.kmsg.enabled = false;
+  config.nvml.enabled = false;
+  config.sysfs.enabled = false;
+  config.assistant.incident_notes = false;
+  config.fleet.enabled = true;
+  config.fleet.urls = server.url();
+  config.fleet.site = "dc1";
+  config.fleet.rack = "r12";
+  config.fleet.interval_ns = 50'000'000;
+  FakeClock clock(kT0, kSec);
+  std::ostringstream log;
+  Logger logger(log, LogLevel::kDebug, clock);
+  auto agent = Agent::CreateWithSources(config, {}, clock, logger);
+  ASSERT_TRUE(agent.ok()) << agent.status().ToString();
+  ASSERT_NE((*agent)->fleet_publisher(), nullptr);
+  Observation o;
+  o.time_ns = kT0;
+  o.node = "gpu-07";
+  o.layer = Layer::kGpu;
+  o.component = ComponentRef{ComponentType::kGpu, "3", {}};
+  o.kind = ObsKind::kTemperature;
+  o.value = 71;
+  o.source = Source::kNvml;
+  ASSERT_TRUE((*agent)->store().Append({o}).ok());
+  (*agent)->Start();
+  ASSERT_TRUE(WaitUntil([&] { return (*agent)->fleet_publisher()->stats().observations >= 1; }));
+  ASSERT_TRUE((*agent)->Stop().ok());
+  EXPECT_NE(log.str().find("fleet: connected to"), std::string::npos) << log.str();
+
+  ConsumerConfig cc;
+  cc.durable = "check";
+  cc.filter_subject = "faultline.dc1.r12.gpu-07.obs";
+  auto consumer = c->BindPullConsumer(cc);
+  ASSERT_TRUE(consumer.ok());
+  auto msgs = (*consumer)->Fetch(10, 2 * kSec);
+  ASSERT_TRUE(msgs.ok());
+  ASSERT_EQ(msgs->size(), 1u);
+  auto e = fleet::Decode((*msgs)[0].data());
+  ASSERT_TRUE(e.ok());
+  ASSERT_EQ(e->observations.size(), 1u);
+  EXPECT_EQ(e->observations[0].value, 71);
+}
+
+}  // namespace
+}  // namespace faultline::daemon

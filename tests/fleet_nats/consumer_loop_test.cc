@@ -1,0 +1,368 @@
+// The fleet consumer loop against real nats-server processes: a shared cause becomes one
+// published fleet diagnosis; bad messages are counted and Term'ed; a restart (with or
+// without a checkpoint) loses nothing and counts nothing twice; a 3-server cluster loses
+// a server mid-stream without loss or duplicate diagnosis.
+#include "fleet/nats/consumer_loop.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "nats_server.h"
+
+namespace faultline::fleet::nats {
+namespace {
+
+using testing::ConnectOrFail;
+using testing::EnsureStreamRetrying;
+using testing::NatsCluster;
+using testing::NatsServer;
+using testing::OptionsFor;
+using testing::TempDir;
+using testing::WaitUntil;
+
+constexpr int64_t kT0 = 1764410400LL * 1'000'000'000;
+constexpr int64_t kSec = 1'000'000'000;
+
+// Six nodes: n1..n4 on pdu-a (rack r1), n5..n6 on pdu-b (rack r2).
+FleetTopology Topology() {
+  FleetTopology t;
+  t.site = "lab";
+  for (int i = 1; i <= 6; ++i) {
+    FleetNode n;
+    n.name = "n" + std::to_string(i);
+    n.rack = i <= 4 ? "r1" : "r2";
+    n.pdu = i <= 4 ? "pdu-a" : "pdu-b";
+    n.feed = "feed-1";
+    n.cooling_loop = i <= 4 ? "loop-1" : "loop-2";
+    n.leaf_switch = "leaf-" + n.rack;
+    n.driver = "550.54";
+    t.nodes.push_back(n);
+  }
+  return t;
+}
+
+// A node's own diagnosis of a power problem (what its isolator stores).
+Envelope PowerDiagnosis(const std::string& node, int64_t row_id, int64_t t) {
+  Envelope e;
+  e.kind = RecordKind::kDiagnosis;
+  e.place = {"lab", node <= "n4" ? "r1" : "r2", node};
+  e.row_id = row_id;
+  e.msg_id = node + "/diagnosis/" + std::to_string(row_id);
+  e.sent_ns = t;
+  Diagnosis d;
+  d.fault_class = FaultClass::kPowerSupply;
+  d.layer = Layer::kOob;
+  d.component = ComponentRef{ComponentType::kPsu, "1", {}};
+  d.action = Action::kRma;
+  d.severity = Severity::kCritical;
+  d.confidence = 0.9;
+  d.first_ns = t;
+  d.last_ns = t + 5 * kSec;
+  d.summary = "PSU 1 input lost";
+  e.diagnosis = d;
+  return e;
+}
+
+// A batch of a node's readings (nothing wrong with them).
+Envelope Readings(const std::string& node, int64_t first_id, int n, int64_t t) {
+  Envelope e;
+  e.kind = RecordKind::kObservations;
+  e.place = {"lab", node <= "n4" ? "r1" : "r2", node};
+  e.msg_id = node + "/obs/" + std::to_string(first_id) + "-" + std::to_string(first_id + n - 1);
+  e.sent_ns = t;
+  for (int i = 0; i < n; ++i) {
+    Observation o;
+    o.time_ns = t + i;
+    o.node = node;
+    o.layer = Layer::kOob;
+    o.component = ComponentRef{ComponentType::kSensor, "inlet", {}};
+    o.kind = ObsKind::kTemperature;
+    o.value = 24.0 + (i % 3);
+    o.source = Source::kRedfish;
+    e.observations.push_back(o);
+    e.observation_ids.push_back(first_id + i);
+  }
+  return e;
+}
+
+OutMessage Out(const Envelope& e) { return OutMessage{Subject(e.place, e.kind), Encode(e), e.msg_id}; }
+
+StreamConfig TestStream(int replicas = 1) {
+  StreamConfig c;
+  c.max_bytes = 256 << 20;
+  c.replicas = replicas;
+  return c;
+}
+
+FleetLoopOptions LoopOptions(const std::string& instance = "a") {
+  FleetLoopOptions o;
+  o.stream = TestStream();
+  o.consumer.durable = "fleet-test";
+  o.consumer.ack_wait_ns = 2 * kSec;  // a crashed member's messages come back quickly
+  o.kv_bucket = "fleet-test";
+  o.instance = instance;
+  o.site = "lab";
+  o.fetch_batch = 64;
+  o.fetch_timeout_ns = 100'000'000;
+  o.evaluate_interval_ns = 0;                     // every step
+  o.snapshot_interval_ns = int64_t{3600} * kSec;  // only when asked (Checkpoint)
+  return o;
+}
+
+// Fleet diagnoses on the stream (what an operator's subscriber would see), by msg id.
+std::map<std::string, int> PublishedDiagnoses(Connection& c, const std::string& durable) {
+  ConsumerConfig cc;
+  cc.durable = durable;
+  cc.filter_subject = FleetDiagnosisSubject("lab");
+  std::map<std::string, int> out;
+  // Retried: right after a server died, the cluster may still be electing leaders.
+  Result<std::unique_ptr<PullConsumer>> consumer = Status(StatusCode::kUnavailable, "not tried");
+  WaitUntil([&] {
+    consumer = c.BindPullConsumer(cc);
+    return consumer.ok();
+  });
+  EXPECT_TRUE(consumer.ok()) << consumer.status().ToString();
+  if (!consumer.ok()) return out;
+  for (int round = 0; round < 10; ++round) {
+    auto msgs = (*consumer)->Fetch(100, 200'000'000);
+    if (!msgs.ok()) continue;
+    for (auto& m : *msgs) {
+      auto e = Decode(m.data());
+      EXPECT_TRUE(e.ok());
+      if (e.ok()) ++out[e->msg_id];
+      (void)m.Ack();
+    }
+  }
+  return out;
+}
+
+// Steps until `done` or the bound; collects what the loop returned.
+std::vector<FleetDiagnosis> StepUntil(FleetLoop& loop, const std::function<bool()>& done, double seconds = 20) {
+  std::vector<FleetDiagnosis> got;
+  WaitUntil(
+      [&] {
+        auto r = loop.Step();
+        if (r.ok()) got.insert(got.end(), r->begin(), r->end());
+        return done();
+      },
+      seconds);
+  return got;
+}
+
+class FleetLoopTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SKIP_WITHOUT_NATS_SERVER();
+    server_ = std::make_unique<NatsServer>(dir_.File("srv"), "s1");
+    ASSERT_TRUE(server_->Start());
+    conn_ = ConnectOrFail(OptionsFor({server_->url()}));
+    ASSERT_NE(conn_, nullptr);
+    ASSERT_TRUE(EnsureStreamRetrying(*conn_, TestStream()).ok());
+  }
+
+  void Publish(const std::vector<Envelope>& envelopes) {
+    std::vector<OutMessage> out;
+    for (const auto& e : envelopes) out.push_back(Out(e));
+    for (const auto& r : conn_->PublishBatch(out, 5 * kSec)) ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  }
+
+  TempDir dir_;
+  std::unique_ptr<NatsServer> server_;
+  std::unique_ptr<Connection> conn_;
+  FakeClock clock_{kT0 + 30 * kSec};
+};
+
+TEST_F(FleetLoopTest, ASharedPduBecomesOnePublishedDiagnosisAndBadMessagesAreCountedNotFatal) {
+  FleetAnalyzer analyzer(Topology());
+  FleetLoopOptions o = LoopOptions();
+  o.limits.max_message_bytes = 32 << 10;  // so an otherwise valid 40 KiB envelope is oversized
+  FleetLoop loop(*conn_, analyzer, o, clock_);
+  ASSERT_TRUE(loop.Start().ok());
+  EXPECT_FALSE(loop.stats().restored);
+
+  Publish({Readings("n5", 1, 10, kT0), PowerDiagnosis("n1", 7, kT0)});
+  ASSERT_TRUE(conn_->Publish("faultline.lab.r1.n2.diagnosis", "{not an envelope", "garbage-1").ok());
+  ASSERT_TRUE(conn_->Publish("faultline.lab.r1.n2.obs", std::string("\x00\xff\x10", 3), "garbage-2").ok());
+  ASSERT_TRUE(conn_->Publish("faultline.lab.r1.n2.obs", "", "garbage-3").ok());
+  Envelope big = Readings("n6", 1, 400, kT0);
+  for (auto& obs : big.observations) obs.text = std::string(100, 'x');
+  ASSERT_TRUE(conn_->Publish(Subject(big.place, big.kind), Encode(big), big.msg_id).ok());
+  Publish({PowerDiagnosis("n2", 3, kT0 + kSec), PowerDiagnosis("n3", 11, kT0 + 2 * kSec)});
+
+  auto got = StepUntil(loop, [&] { return loop.stats().messages >= 8 && !analyzer.Open().empty(); });
+  EXPECT_EQ(loop.stats().malformed, 3u);
+  EXPECT_EQ(loop.stats().oversized, 1u);
+  EXPECT_EQ(loop.stats().ingested, 4u);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].cause, "pdu");
+  EXPECT_EQ(got[0].component, "pdu/pdu-a");
+  EXPECT_EQ(got[0].nodes, (std::vector<std::string>{"n1", "n2", "n3"}));
+  EXPECT_EQ(loop.stats().published, 1u);
+  // More steps with nothing new publish nothing more.
+  StepUntil(
+      loop, [] { return false; }, 0.5);
+  auto published = PublishedDiagnoses(*conn_, "reader");
+  ASSERT_EQ(published.size(), 1u);
+  EXPECT_EQ(published.begin()->first, FleetDiagnosisMsgId(got[0]));
+  EXPECT_EQ(published.begin()->second, 1);
+  // The malformed ones were Term'ed, the rest acked after a checkpoint: none come back.
+  ASSERT_TRUE(loop.Checkpoint().ok());
+  StepUntil(
+      loop, [] { return false; }, 3);  // past ack_wait
+  EXPECT_EQ(loop.stats().redelivered, 0u);
+  EXPECT_GE(loop.stats().skipped_fleet, 1u);  // its own diagnosis came back on the stream
+}
+
+TEST_F(FleetLoopTest, ARestartFromTheSnapshotCountsNothingTwice) {
+  Publish({PowerDiagnosis("n1", 1, kT0), PowerDiagnosis("n2", 1, kT0), PowerDiagnosis("n3", 1, kT0),
+           Readings("n5", 1, 50, kT0)});
+  std::string first_id;
+  {
+    FleetAnalyzer analyzer(Topology());
+    FleetLoop loop(*conn_, analyzer, LoopOptions(), clock_);
+    ASSERT_TRUE(loop.Start().ok());
+    auto got = StepUntil(loop, [&] { return loop.stats().ingested >= 4 && !analyzer.Open().empty(); });
+    ASSERT_EQ(got.size(), 1u);
+    first_id = got[0].id;
+    ASSERT_TRUE(loop.Checkpoint().ok());
+    EXPECT_EQ(analyzer.stats().observations, 50u);
+  }
+  // The same records again, past the stream's duplicate window (new NATS msg ids): the
+  // restored analyzer knows them by their envelope ids.
+  std::vector<OutMessage> again;
+  for (const auto& e : {PowerDiagnosis("n1", 1, kT0), Readings("n5", 1, 50, kT0)}) {
+    OutMessage m = Out(e);
+    m.msg_id += "#resent";
+    again.push_back(m);
+  }
+  for (const auto& r : conn_->PublishBatch(again, 5 * kSec)) ASSERT_TRUE(r.status.ok());
+  FleetAnalyzer restarted(Topology());
+  FleetLoop loop(*conn_, restarted, LoopOptions(), clock_);
+  ASSERT_TRUE(loop.Start().ok());
+  EXPECT_TRUE(loop.stats().restored);
+  ASSERT_EQ(restarted.Open().size(), 1u);
+  EXPECT_EQ(restarted.Open()[0].id, first_id);
+  auto got = StepUntil(loop, [&] { return loop.stats().ingested >= 2; });
+  EXPECT_TRUE(got.empty()) << "an unchanged diagnosis is not new after a restart";
+  EXPECT_EQ(restarted.stats().observations, 50u);
+  EXPECT_GE(restarted.stats().duplicates, 2u);
+  EXPECT_EQ(PublishedDiagnoses(*conn_, "reader").size(), 1u);
+}
+
+TEST_F(FleetLoopTest, ACrashBeforeTheCheckpointLosesNothing) {
+  Publish({PowerDiagnosis("n1", 1, kT0), PowerDiagnosis("n2", 1, kT0), Readings("n6", 1, 20, kT0)});
+  {
+    FleetAnalyzer analyzer(Topology());
+    FleetLoop loop(*conn_, analyzer, LoopOptions(), clock_);
+    ASSERT_TRUE(loop.Start().ok());
+    StepUntil(loop, [&] { return loop.stats().ingested >= 3; });
+    ASSERT_EQ(loop.stats().ingested, 3u);
+    // Gone without Checkpoint: nothing was acked, nothing saved.
+  }
+  Publish({PowerDiagnosis("n3", 1, kT0)});
+  FleetAnalyzer analyzer(Topology());
+  FleetLoop loop(*conn_, analyzer, LoopOptions(), clock_);
+  ASSERT_TRUE(loop.Start().ok());
+  EXPECT_FALSE(loop.stats().restored);
+  auto got = StepUntil(loop, [&] { return loop.stats().ingested >= 4 && !analyzer.Open().empty(); });
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].nodes, (std::vector<std::string>{"n1", "n2", "n3"}));
+  EXPECT_EQ(analyzer.stats().observations, 20u);
+  EXPECT_GE(loop.stats().redelivered, 3u);
+}
+
+TEST_F(FleetLoopTest, ADamagedSnapshotIsIgnoredAndCounted) {
+  auto kv = conn_->EnsureKeyValue(KvConfig{.bucket = "fleet-test"});
+  ASSERT_TRUE(kv.ok());
+  FleetAnalyzer analyzer(Topology());
+  FleetLoop loop(*conn_, analyzer, LoopOptions(), clock_);
+  ASSERT_TRUE((*kv)->Put(loop.snapshot_key(), "faultline-fleet-snapshot 1 3 1 10 0000000000000000").ok());
+  ASSERT_TRUE(loop.Start().ok());
+  EXPECT_FALSE(loop.stats().restored);
+  EXPECT_EQ(loop.stats().snapshot_errors, 1u);
+  ASSERT_TRUE((*kv)->Put(loop.snapshot_key(), "garbage").ok());
+  FleetAnalyzer other(Topology());
+  FleetLoop again(*conn_, other, LoopOptions(), clock_);
+  ASSERT_TRUE(again.Start().ok());
+  EXPECT_EQ(again.stats().snapshot_errors, 1u);
+}
+
+// Three servers, stream and bucket with 3 replicas; the server the loop is connected to
+// dies while envelopes are still being published. Everything is ingested once and the
+// shared cause is published once.
+TEST(FleetLoopClusterTest, OneServerKilledMidStreamLosesNothingAndDuplicatesNoDiagnosis) {
+  SKIP_WITHOUT_NATS_SERVER();
+  TempDir dir;
+  NatsCluster cluster(dir.File("cluster"));
+  ASSERT_TRUE(cluster.Start());
+  auto pub = ConnectOrFail(OptionsFor(cluster.urls()), 30);
+  ASSERT_NE(pub, nullptr);
+  auto st = EnsureStreamRetrying(*pub, TestStream(3), 40);
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+
+  FakeClock clock(kT0 + 30 * kSec);
+  FleetAnalyzer analyzer(Topology());
+  FleetLoopOptions o = LoopOptions();
+  o.stream = TestStream(3);
+  o.kv_replicas = 3;
+  o.snapshot_interval_ns = 0;  // checkpoint every step
+  auto sub = ConnectOrFail(OptionsFor(cluster.urls()), 30);
+  ASSERT_NE(sub, nullptr);
+  FleetLoop loop(*sub, analyzer, o, clock);
+  Status started;
+  WaitUntil([&] { return (started = loop.Start()).ok(); }, 30);
+  ASSERT_TRUE(started.ok()) << started.ToString();
+
+  std::vector<Envelope> all;
+  for (int b = 0; b < 60; ++b) all.push_back(Readings("n" + std::to_string(1 + b % 6), 1 + (b / 6) * 20, 20, kT0 + b));
+  all.insert(all.begin() + 20, PowerDiagnosis("n1", 1, kT0));
+  all.insert(all.begin() + 40, PowerDiagnosis("n2", 1, kT0));
+  all.push_back(PowerDiagnosis("n4", 1, kT0));
+
+  // Publish in batches of 7, re-sending whatever failed (same msg ids), stepping the loop
+  // between batches; kill the server the subscriber is on after a third.
+  std::vector<FleetDiagnosis> got;
+  size_t next = 0;
+  bool killed = false;
+  WaitUntil(
+      [&] {
+        if (next < all.size()) {
+          std::vector<OutMessage> out;
+          for (size_t i = next; i < std::min(all.size(), next + 7); ++i) out.push_back(Out(all[i]));
+          auto results = pub->PublishBatch(out, 3 * kSec);
+          size_t ok = 0;
+          while (ok < results.size() && results[ok].status.ok()) ++ok;
+          next += ok;
+        }
+        if (!killed && next >= all.size() / 3) {
+          const std::string on = sub->ConnectedUrl();
+          for (size_t i = 0; i < 3; ++i) {
+            if (cluster.server(i).url() == on) cluster.server(i).Kill();
+          }
+          killed = true;
+        }
+        auto r = loop.Step();
+        if (r.ok()) got.insert(got.end(), r->begin(), r->end());
+        return next >= all.size() && analyzer.stats().observations >= 60u * 20 && analyzer.stats().records >= 3;
+      },
+      60);
+  ASSERT_TRUE(killed);
+  EXPECT_EQ(next, all.size());
+  EXPECT_EQ(analyzer.stats().observations, 60u * 20) << "every observation once";
+  EXPECT_EQ(analyzer.stats().records, 3u);
+  ASSERT_TRUE(WaitUntil([&] { return loop.Checkpoint().ok(); }));  // retried while leaders are elected
+  std::set<std::string> ids;
+  for (const auto& d : got) ids.insert(FleetDiagnosisMsgId(d));
+  EXPECT_EQ(ids.size(), got.size()) << "the same diagnosis span returned twice";
+  auto published = PublishedDiagnoses(*sub, "reader");
+  EXPECT_FALSE(published.empty());
+  for (const auto& [id, n] : published) EXPECT_EQ(n, 1) << id;
+  bool pdu = false;
+  for (const auto& d : analyzer.Open()) pdu |= d.component == "pdu/pdu-a";
+  EXPECT_TRUE(pdu);
+}
+
+}  // namespace
+}  // namespace faultline::fleet::nats
