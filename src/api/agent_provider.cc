@@ -9,7 +9,10 @@
 namespace faultline::api {
 
 AgentProvider::AgentProvider(daemon::Agent& agent, const Clock& clock)
-    : StoreProvider(agent.store(), StoreProviderOptions{.node = agent.node(), .clock = &clock, .writable = true}),
+    : StoreProvider(agent.store(), StoreProviderOptions{.node = agent.node(),
+                                                        .clock = &clock,
+                                                        .writable = true,
+                                                        .retriever = agent.knowledge_base()}),
       agent_(agent),
       clock_(clock) {}
 

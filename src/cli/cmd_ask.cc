@@ -12,12 +12,11 @@
 
 #include "api/provider.h"
 #include "assistant/ask.h"
-#include "assistant/kb/incidents.h"
-#include "assistant/kb/knowledge_base.h"
 #include "assistant/llm_client.h"
 #include "assistant/retriever.h"
 #include "assistant/tools.h"
 #include "cli/commands.h"
+#include "cli/kb_open.h"
 #include "core/clock.h"
 #include "core/time.h"
 #include "daemon/why_slow.h"
@@ -52,68 +51,12 @@ std::string HostName() {
   return buf;
 }
 
-// A temporary knowledge-base index, removed when the command ends (after the index that
-// writes into it is closed, or it would write its files back).
-struct TempIndex {
-  std::filesystem::path path;
-  ~TempIndex() {
-    if (path.empty()) return;
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
-
 bool ParseBound(const std::string& text, int64_t now_ns, int64_t& out) {
   if (text.empty()) return true;
   auto t = ParseTimeArg(text, now_ns);
   if (!t) return false;
   out = *t;
   return true;
-}
-
-// The knowledge base for --kb, or null with the reason in `note`.
-// Past incidents (resolved diagnoses) in `store` are indexed too.
-std::unique_ptr<assistant::Retriever> OpenKnowledgeBase(const AskArgs& args, Store& store, std::string& note,
-                                                        std::filesystem::path& temp_index) {
-  std::string dir = args.kb_dir;
-  if (dir.empty()) {
-    for (const char* candidate : {"/usr/share/faultline/kb", "kb"}) {
-      if (std::filesystem::is_directory(candidate)) {
-        dir = candidate;
-        break;
-      }
-    }
-  }
-  if (dir.empty()) {
-    note = "no knowledge base found (--kb DIR): answering without runbook sections";
-    return nullptr;
-  }
-  std::string index = args.kb_index;
-  if (index.empty()) {
-    // A private index for this question, removed afterwards (--kb-index keeps one).
-    // mkdtemp: a fresh directory only we can write, never one someone prepared for us.
-    std::string pattern = (std::filesystem::temp_directory_path() / "faultline-kb-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) {
-      note = "knowledge base unavailable: no temporary index directory";
-      return nullptr;
-    }
-    temp_index = pattern;
-    index = temp_index.string();
-  }
-  auto kb = assistant::kb::KnowledgeBase::Open(dir, index);
-  if (!kb.ok()) {
-    note = "knowledge base unavailable: " + kb.status().message();
-    return nullptr;
-  }
-  auto stats = (*kb)->Reindex();
-  if (!stats.ok()) {
-    note = "knowledge base could not be indexed: " + stats.status().message();
-    return nullptr;
-  }
-  if (auto incidents = assistant::kb::IndexResolvedIncidents(store, **kb); !incidents.ok()) {
-    note = "past incidents not searched: " + incidents.status().message();
-  }
-  return std::move(kb).value();
 }
 
 int Run(const AskArgs& args) {
@@ -159,9 +102,7 @@ int Run(const AskArgs& args) {
       if (auto newest = api::NewestNode(s); newest.ok()) node = *newest;
     }
   }
-  std::string kb_note;
-  TempIndex temp;  // declared before kb: removed after the index is closed
-  std::unique_ptr<assistant::Retriever> kb = OpenKnowledgeBase(args, s, kb_note, temp.path);
+  const OpenedKnowledgeBase kb = OpenKnowledgeBase(args.kb_dir, args.kb_index, s);
   assistant::ToolContext ctx;
   ctx.store = &s;
   ctx.node = node;
@@ -191,7 +132,7 @@ int Run(const AskArgs& args) {
   } else {
     answer = assistant::AskOffline(tools, request, ask);
   }
-  if (!kb_note.empty()) answer.notes.push_back(kb_note);
+  if (!kb.note().empty()) answer.notes.push_back(kb.note());
 
   std::string stored_note;
   if (record && !options.read_only) {
@@ -211,7 +152,7 @@ int Run(const AskArgs& args) {
     std::cout << assistant::RenderAnswer(answer);
     // Offline answers carry their notes in the template; these came after it.
     if (answer.mode == "offline") {
-      if (!kb_note.empty()) std::cout << "\nNote: " << kb_note << "\n";
+      if (!kb.note().empty()) std::cout << "\nNote: " << kb.note() << "\n";
     }
   }
   return kExitOk;

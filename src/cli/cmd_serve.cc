@@ -10,6 +10,7 @@
 
 #include "api/server.h"
 #include "cli/commands.h"
+#include "cli/kb_open.h"
 #include "core/clock.h"
 #include "core/time.h"
 #include "daemon/log.h"
@@ -28,6 +29,8 @@ struct ServeArgs {
   std::string key;
   std::string window = "15m";
   size_t threads = 4;
+  std::string kb_dir;
+  std::string kb_index;
   bool wall_clock = false;
   bool verbose = false;
 };
@@ -75,7 +78,11 @@ int Run(const ServeArgs& args) {
 
   SystemClock clock;
   daemon::Logger logger(std::cerr, args.verbose ? daemon::LogLevel::kDebug : daemon::LogLevel::kInfo, clock);
-  api::StoreProvider provider(**store, {.node = node, .clock = args.wall_clock ? &clock : nullptr});
+  // The knowledge base for POST /api/v1/ask (runbook sections in the answer).
+  const OpenedKnowledgeBase kb = OpenKnowledgeBase(args.kb_dir, args.kb_index, **store);
+  if (!kb.note().empty()) logger.Warn("ask: " + kb.note());
+  api::StoreProvider provider(**store,
+                              {.node = node, .clock = args.wall_clock ? &clock : nullptr, .retriever = kb.get()});
   api::ServerOptions options;
   options.listen = args.listen;
   options.cert_file = args.cert;
@@ -130,6 +137,9 @@ void AddServeCommand(CliApp& app) {
   cmd->add_option("--metrics-window", args->window,
                   "/metrics shows the newest reading of each series within this window (default 15m)");
   cmd->add_option("--threads", args->threads, "Worker threads (default 4)")->check(CLI::Range(1, 64));
+  cmd->add_option("--kb", args->kb_dir,
+                  "Knowledge base for POST /api/v1/ask (default /usr/share/faultline/kb, else ./kb)");
+  cmd->add_option("--kb-index", args->kb_index, "Keep the knowledge base's index here; default: a temporary one");
   cmd->add_flag("--wall-clock", args->wall_clock,
                 "Anchor relative times (since=2h) and the metrics window at the wall clock instead of the\n"
                 "newest stored observation (use it on the live store of a running agent)");

@@ -4,6 +4,7 @@
 // real `faultline agent` binary serving on a free loopback port.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -157,6 +158,30 @@ TEST_F(AgentServer, ResolveClosesTheIncidentOnceAndReevaluateIsAccepted) {
   auto anonymous = client.Post("/api/v1/policy/evaluate", "", "application/json");
   ASSERT_TRUE(anonymous);
   EXPECT_EQ(anonymous->status, 401);
+}
+
+// The agent's [assistant] knowledge base answers its /api/v1/ask too, also with the
+// incident notes off: the answer cites the runbook section written here.
+TEST_F(AgentServer, AskCitesTheAgentsKnowledgeBase) {
+  daemon::AgentConfig config = Config(dir_);
+  Write(config.kmsg.path, kFellOffBus);
+  const std::string kb = dir_.File("kb");
+  std::filesystem::create_directories(kb + "/runbooks");
+  Write(kb + "/runbooks/offbus.md",
+        "---\nkind: runbook\nclass: gpu_fell_off_bus\ncodes: xid:79\n---\n# Lost GPU on the bus\n\n"
+        "## Steps for the bench\nPower-cycle the sled and check the riser seating twice.\n");
+  config.assistant.kb_dir = kb;
+  config.assistant.index_dir = dir_.File("kb-index");
+  config.assistant.incident_notes = false;
+  Serve(config);
+  ASSERT_NE(agent_->knowledge_base(), nullptr) << log_.str();
+  httplib::Client client("127.0.0.1", server_->port());
+  auto r = client.Post("/api/v1/ask", {{"Authorization", "Bearer t0k"}}, R"({"question":"why did GPU b5 go away?"})",
+                       "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_NE(r->body.find("runbook/offbus#steps-for-the-bench"), std::string::npos) << r->body;
+  EXPECT_NE(r->body.find("riser seating twice"), std::string::npos) << r->body;
 }
 
 TEST(AgentServerReadOnly, ResolveAndReevaluateNeedTheAgent) {

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <thread>
@@ -64,6 +65,33 @@ TEST(ApiServeCli, ServesAStoredIncidentLikeTheCli) {
   EXPECT_EQ(ack->status, 403);
   EXPECT_EQ(serve.Stop(), 0);
   EXPECT_NE(serve.Log().find("api: GET /metrics 200"), std::string::npos) << serve.Log();
+}
+
+// --kb: POST /api/v1/ask cites the knowledge base given on the command line; the temporary
+// index is gone once serve stops.
+TEST(ApiServeCli, AskCitesTheKnowledgeBaseGivenWithKb) {
+  TempDir dir;
+  const std::string path = dir.File("store.db");
+  {
+    auto store = Store::Open(path);
+    ASSERT_TRUE(store.ok());
+    FillIncident(**store);
+  }
+  const std::string kb = dir.File("kb");
+  std::filesystem::create_directories(kb + "/runbooks");
+  std::ofstream(kb + "/runbooks/offbus.md")
+      << "---\nkind: runbook\nclass: gpu_fell_off_bus\ncodes: xid:79\n---\n# Lost GPU on the bus\n\n"
+         "## Steps for the bench\nPower-cycle the sled and check the riser seating twice.\n";
+  const std::string index = dir.File("kb-index");
+  FaultlineProcess serve = ServeProcess(path, dir.File("serve.log"), {"--kb", kb, "--kb-index", index});
+  ASSERT_GT(serve.port(), 0) << serve.Log();
+  httplib::Client client("127.0.0.1", serve.port());
+  auto r = client.Post("/api/v1/ask", R"({"question":"why did the GPU go away?"})", "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_NE(r->body.find("runbook/offbus#steps-for-the-bench"), std::string::npos) << r->body;
+  EXPECT_EQ(serve.Stop(), 0);
+  EXPECT_TRUE(std::filesystem::is_directory(index)) << "--kb-index keeps the index";
 }
 
 TEST(ApiServeCli, ServesTheStoreAnAgentIsWriting) {
