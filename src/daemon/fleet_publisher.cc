@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <optional>
+#include <random>
 
 #include "daemon/log.h"
 #include "store/store.h"
@@ -49,10 +51,16 @@ void CutFields(ActionRecord& a, size_t max) {
   for (auto& [k, v] : a.attrs) Cut(v, max);
 }
 
-std::string MsgId(const std::string& node, fleet::RecordKind kind, int64_t first, int64_t last) {
-  std::string id = node + "/" + std::string(fleet::ToString(kind)) + "/" + std::to_string(first);
-  if (last != first) id += "-" + std::to_string(last);
-  return id;
+constexpr const char* kEpochCursor = "epoch";
+
+// A fresh store epoch: 16 hex digits, random so a store recreated from nothing (whose row
+// ids start again at 1) never repeats an earlier store's message ids.
+std::string NewEpoch() {
+  std::random_device rd;
+  const uint64_t v = (uint64_t{rd()} << 32) ^ rd();
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
 }
 
 }  // namespace
@@ -107,8 +115,34 @@ Result<int64_t> FleetPublisher::StartAt(const char* key, int64_t max_id) {
     logger_->Warn(std::string("fleet: store ids restarted below cursor ") + key + "=" + std::to_string(*cursor) +
                   " (table emptied by retention); publishing from its first row");
   }
-  if (Status s = store_.PutCursors({{options_.node, kCursorSource, key, "0"}}); !s.ok()) return s;
+  // Reused row ids need new message ids, or the server's duplicate window and the
+  // analyzer's memory would drop the new rows as repeats.
+  const std::string epoch = NewEpoch();
+  if (Status s = store_.PutCursors({{options_.node, kCursorSource, key, "0"},
+                                    {options_.node, kCursorSource, kEpochCursor, epoch}});
+      !s.ok()) {
+    return s;
+  }
+  epoch_ = epoch;
   return int64_t{0};
+}
+
+Status FleetPublisher::LoadEpoch() {
+  if (!epoch_.empty()) return Status::Ok();
+  auto v = store_.GetCursor(options_.node, kCursorSource, kEpochCursor);
+  if (!v.ok()) return v.status();
+  if (v->has_value() && !(*v)->empty()) {
+    epoch_ = **v;
+    return Status::Ok();
+  }
+  const std::string epoch = NewEpoch();
+  if (Status s = store_.PutCursors({{options_.node, kCursorSource, kEpochCursor, epoch}}); !s.ok()) return s;
+  epoch_ = epoch;
+  return Status::Ok();
+}
+
+std::string FleetPublisher::MsgId(fleet::RecordKind kind, int64_t first, int64_t last) const {
+  return fleet::MakeMsgId(options_.node, kind, first, last) + "@" + epoch_;
 }
 
 Result<int64_t> FleetPublisher::Cursor(const char* key) {
@@ -208,7 +242,7 @@ Result<size_t> FleetPublisher::PublishObservations() {
       CutFields(e.observations.back(), options_.limits.max_field_bytes);
       e.observation_ids.push_back(items[i].id);
     }
-    e.msg_id = MsgId(e.place.node, e.kind, items[begin].id, items[end - 1].id);
+    e.msg_id = MsgId(e.kind, items[begin].id, items[end - 1].id);
     std::string bytes = EncodeWithin(e);
     if (bytes.empty() && end - begin > 1) {
       const size_t mid = begin + (end - begin) / 2;
@@ -269,7 +303,7 @@ Result<size_t> FleetPublisher::PublishRecords(fleet::RecordKind kind, const char
     e.place = {options_.site, options_.rack, r.node};
     e.sent_ns = now;
     e.row_id = r.id;
-    e.msg_id = MsgId(r.node, kind, r.id, r.id);
+    e.msg_id = MsgId(kind, r.id, r.id);
     T value = r.value;
     CutFields(value, options_.limits.max_field_bytes);
     if constexpr (std::is_same_v<T, Finding>) {
@@ -298,6 +332,7 @@ Result<size_t> FleetPublisher::PublishOnce() {
   behind_ = false;
   Status s = EnsureConnected();
   size_t total = 0;
+  if (s.ok()) s = LoadEpoch();
   if (s.ok()) {
     auto ids = store_.GetMaxRowIds();
     if (ids.ok()) {

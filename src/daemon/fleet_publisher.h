@@ -104,6 +104,10 @@ class FleetPublisher {
   Result<int64_t> Cursor(const char* key);
   // The cursor, reset to 0 when the table's ids restarted below it.
   Result<int64_t> StartAt(const char* key, int64_t max_id);
+  // The store's epoch (cursor "epoch"): loaded, or made and saved on first use. Message ids
+  // are "<node>/<kind>/<rows>@<epoch>".
+  Status LoadEpoch();
+  std::string MsgId(fleet::RecordKind kind, int64_t first, int64_t last) const;
   std::string EncodeWithin(fleet::Envelope& e);
   void Loop();
   void Note(bool ok, const Status& s);
@@ -114,6 +118,7 @@ class FleetPublisher {
   Logger* logger_;
   std::unique_ptr<fleet::nats::Connection> conn_;
   MaxRowIds max_ids_;  // of this round
+  std::string epoch_;
   bool behind_ = false;
   bool failing_ = false;
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <filesystem>
 #include <map>
 #include <set>
 #include <sstream>
@@ -256,6 +257,34 @@ TEST_F(FleetPublisherTest, ACursorAboveTheTablesIdsStartsThatTableOver) {
   EXPECT_EQ(got.records[0].kind, fleet::RecordKind::kDiagnosis);
   EXPECT_EQ(got.records[1].kind, fleet::RecordKind::kAction);
   EXPECT_EQ(**store_->GetCursor("gpu-07", "fleet", "diagnosis_after_id"), "1");
+}
+
+// A node whose store was lost and made again numbers its rows from 1 again: its message ids
+// carry a new store epoch, so neither the server's duplicate window nor the analyzer takes
+// the new rows for repeats; a restart of the same store keeps its epoch (tested above).
+TEST_F(FleetPublisherTest, AStoreMadeAgainFromNothingIsNotTakenForRepeats) {
+  auto c = StartServerWithStream();
+  ASSERT_NE(c, nullptr);
+  StoreReadings(1, 10);
+  std::string first_epoch;
+  {
+    FleetPublisher first(*store_, Options(), clock_, nullptr);
+    ASSERT_TRUE(first.PublishOnce().ok());
+    first_epoch = store_->GetCursor("gpu-07", "fleet", "epoch")->value_or("");
+  }
+  ASSERT_EQ(first_epoch.size(), 16u);
+  store_.reset();
+  std::filesystem::remove(dir_.File("agent.db"));
+  auto s = Store::Open(dir_.File("agent.db"));
+  ASSERT_TRUE(s.ok());
+  store_ = std::move(s).value();
+  StoreReadings(1, 10);
+  FleetPublisher second(*store_, Options(), clock_, nullptr);
+  ASSERT_TRUE(second.PublishOnce().ok());
+  EXPECT_EQ(second.stats().duplicates, 0u);
+  EXPECT_NE(store_->GetCursor("gpu-07", "fleet", "epoch")->value_or(""), first_epoch);
+  auto got = ReadStream(*c, "check", 20, 0);
+  EXPECT_EQ(got.observation_ids.size(), 20u);
 }
 
 TEST_F(FleetPublisherTest, OversizedRowsAreCutOrSplitAndUndecodableRowsSteppedPast) {
