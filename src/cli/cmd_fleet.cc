@@ -202,7 +202,9 @@ void AddFleetCommand(CliApp& app) {
   cmd->add_option("--topology", args->topology, "Fleet topology file (JSON; docs/fleet.md)")->required();
   cmd->add_option("--stream", args->stream, "JetStream stream (created/updated to faultline.> with faultline's limits)")
       ->capture_default_str();
-  cmd->add_option("--durable", args->durable, "Durable consumer; processes sharing it share the work")
+  cmd->add_option("--durable", args->durable,
+                  "Durable consumer (one per --filter partition; processes sharing one split its messages, so each "
+                  "sees only part of every job)")
       ->capture_default_str();
   cmd->add_option("--filter", args->filter, "Subject filter of this durable (a partition, e.g. faultline.site1.>)")
       ->capture_default_str();
