@@ -72,6 +72,9 @@ void AddSimDelegates(CliApp& app) {
   AddForwarder(app, app.bench, {"bench", "accuracy"},
                "Score the agent over a directory of simulator scenarios (confusion matrix, macro-F1)");
   AddForwarder(app, app.bench, {"bench", "redfish-sweep"}, "Time Redfish sweeps of a mockup served by the mock BMC");
+  AddForwarder(app, app.bench, {"bench", "fleet"},
+               "The fleet analyzer over a simulated fleet of N nodes: ingest rate, time to name a slow node, "
+               "precision/recall, correlation, CPU and memory");
   AddForwarder(app, app.bench, {"bench", "agent-rest"},
                "The agent's idle cost and fault-to-diagnosis latency against a simulated healthy node");
   AddForwarder(app, app.bench, {"bench", "remediation"},

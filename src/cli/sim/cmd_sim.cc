@@ -365,7 +365,8 @@ void AddSimCommand(CliApp& app) {
       "  --agent: also run the agent against it on a simulated clock and print the diagnosis (what `make demo` does).\n"
       "  without --agent: serve in real time (x --speed) and print how to point `faultline agent` at it.\n"
       "Scenario format: docs/scenarios.md; examples in scenarios/.");
-  cmd->add_option("--scenario", args->scenario, "Scenario file (YAML or JSON)")->required();
+  // Required unless a subcommand (`sim fleet`) runs instead; checked in the callback.
+  cmd->add_option("--scenario", args->scenario, "Scenario file (YAML or JSON)");
   cmd->add_option("--speed", args->speed, "Scenario seconds per wall-clock second in real-time mode (default 1)")
       ->check(CLI::Range(0.01, 1000.0));
   cmd->add_option("--duration", args->duration, "Override the scenario's duration (seconds)")
@@ -374,7 +375,15 @@ void AddSimCommand(CliApp& app) {
   cmd->add_flag("--agent", args->agent, "Run the agent in lockstep and print the diagnosis");
   cmd->add_flag("--json", args->json, "With --agent: the run as JSON (timeline, final diagnosis, verdict)");
   cmd->add_flag("--check", args->check, "Parse the scenario and print what it will do; run nothing");
-  cmd->callback([&app, args] { app.exit_code = RunSim(*args); });
+  cmd->callback([&app, args, cmd] {
+    if (!cmd->get_subcommands().empty()) return;  // `sim fleet` ran
+    if (args->scenario.empty()) {
+      std::cerr << "sim: --scenario is required\n";
+      app.exit_code = kExitUsage;
+      return;
+    }
+    app.exit_code = RunSim(*args);
+  });
 
   auto acc = std::make_shared<AccuracyArgs>();
   acc->nvml_lib = sim::DefaultFakeNvmlPath();

@@ -15,6 +15,8 @@ constexpr Registrar kCommands[] = {
     faultline::cli::AddBenchAgentRestCommand,
     faultline::cli::AddBenchRemediationCommand,
     faultline::cli::AddBenchAgentCommand,
+    faultline::cli::AddSimFleetCommand,
+    faultline::cli::AddBenchFleetCommand,
 };
 
 }  // namespace

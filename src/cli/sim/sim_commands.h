@@ -18,6 +18,8 @@ void AddBenchRedfishSweepCommand(CliApp& app);
 void AddBenchAgentRestCommand(CliApp& app);    // `bench agent-rest` (issue 16)
 void AddBenchRemediationCommand(CliApp& app);  // `bench remediation` (issue 11)
 void AddBenchAgentCommand(CliApp& app);        // `bench agent` (issue 13)
+void AddSimFleetCommand(CliApp& app);          // `sim fleet` (issue 14); after AddSimCommand
+void AddBenchFleetCommand(CliApp& app);        // `bench fleet` (issue 14)
 
 // The scenario files of a directory (.yaml, .yml, .json), sorted by name; `ec` is set when
 // the directory cannot be read. Shared by the scenario benches (accuracy, remediation, agent).
