@@ -87,6 +87,78 @@ void BM_DecodeBatch(benchmark::State& state) {
 }
 BENCHMARK(BM_DecodeBatch)->Arg(1)->Arg(24);
 
+// One publish of an agent's change-only store (every 1-5 s): the job's step time and
+// throughput (attrs job/rank/step/time_source/unit, text, raw), then per-GPU readings that
+// changed (clock, power, temperature, throttle mask; GPUs named by index with uuid/bdf
+// keys), `count` observations in all. Most fleet envelopes look like this: a handful of
+// lines under one header, so the header's cost is a large share of each observation's.
+Envelope AgentPublish(int node, int count, int64_t first_row) {
+  Envelope e;
+  e.kind = RecordKind::kObservations;
+  const std::string name = "gpu-node-" + std::to_string(node);
+  e.place = {.site = "dc1", .rack = "r" + std::to_string(node / 32), .node = name};
+  e.sent_ns = kT0 + 2 * kSec + 12345;
+  const int64_t at = kT0 + kSec;
+  for (int i = 0; i < count; ++i) {
+    Observation o;
+    o.time_ns = at + i;
+    o.node = name;
+    if (i < 2) {
+      const bool step = i == 0;
+      o.layer = Layer::kWorkload;
+      o.source = Source::kWorkload;
+      o.kind = step ? ObsKind::kStepTime : ObsKind::kThroughput;
+      o.component = HostComponent();
+      o.seq = 4711;
+      o.value = step ? 1.0213 : 3008.2;
+      o.attrs = {{"job", "train-llm-7"},
+                 {"rank", std::to_string(node)},
+                 {"step", "4711"},
+                 {"time_source", "reported"},
+                 {"unit", step ? "s" : "samples/s"}};
+      o.text = step ? "train-llm-7 step 4711 took 1.0213 s" : "train-llm-7 step 4711 at 3008.2 samples/s";
+      if (step) o.raw = "job=train-llm-7 rank=" + std::to_string(node) + " step=4711 step_time_s=1.0213";
+    } else {
+      const int gpu = (i - 2) / 4 % 8;
+      static constexpr ObsKind kKinds[] = {ObsKind::kClock, ObsKind::kPower, ObsKind::kTemperature,
+                                           ObsKind::kClockThrottle};
+      const ObsKind kind = kKinds[(i - 2) % 4];
+      o.layer = Layer::kGpu;
+      o.source = Source::kNvml;
+      o.kind = kind;
+      o.component = GpuComponent(std::to_string(gpu));
+      o.component.keys = {{"bdf", "0000:" + std::to_string(17 + gpu) + ":00.0"},
+                          {"uuid", "GPU-5a1c07e2-3f1b-4d2e-9c1a-00000000000" + std::to_string(gpu)}};
+      o.value = kind == ObsKind::kClock ? 1410 : kind == ObsKind::kPower ? 651 + gpu : 61 + gpu % 3;
+      if (kind == ObsKind::kClock) o.attrs["clock"] = "sm";
+      if (kind == ObsKind::kTemperature) o.attrs["sensor"] = "gpu";
+      if (kind == ObsKind::kClockThrottle) o.attrs["mask"] = "0x0000000000000000";
+    }
+    e.observations.push_back(std::move(o));
+    e.observation_ids.push_back(first_row + i);
+  }
+  e.msg_id = MakeMsgId(name, RecordKind::kObservations, first_row, first_row + count - 1) + "@5f3c9a1e77b0d2c4";
+  return e;
+}
+
+// Decode of many nodes' small publishes in turn (as the consumer sees them: each message
+// once, caches not warmed by the same bytes). range(0) = observations per envelope.
+void BM_DecodeSmall(benchmark::State& state) {
+  const int count = static_cast<int>(state.range(0));
+  std::vector<std::string> messages;
+  for (int n = 0; n < 256; ++n) messages.push_back(Encode(AgentPublish(n, count, 1000 + n)));
+  size_t i = 0;
+  for (auto _ : state) {
+    auto d = Decode(messages[i]);
+    if (!d.ok()) state.SkipWithError("decode failed");
+    benchmark::DoNotOptimize(d);
+    i = (i + 1) % messages.size();
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * count);
+  state.counters["bytes"] = static_cast<double>(messages[0].size());
+}
+BENCHMARK(BM_DecodeSmall)->Arg(0)->Arg(1)->Arg(5)->Arg(10)->Arg(40);
+
 // Decode + Ingest of one batch from each of `nodes` nodes into a fresh analyzer.
 void BM_DecodeAndIngest(benchmark::State& state) {
   const int nodes = static_cast<int>(state.range(0));
@@ -111,6 +183,28 @@ void BM_DecodeAndIngest(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * observations));
 }
 BENCHMARK(BM_DecodeAndIngest)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
+
+// Decode + Ingest of one small publish (range(1) observations) from each of range(0)
+// nodes into a fresh analyzer: the consumer's steady state.
+void BM_DecodeAndIngestSmall(benchmark::State& state) {
+  const int nodes = static_cast<int>(state.range(0));
+  const int count = static_cast<int>(state.range(1));
+  std::vector<std::string> messages;
+  for (int n = 0; n < nodes; ++n) messages.push_back(Encode(AgentPublish(n, count, 1000)));
+  for (auto _ : state) {
+    state.PauseTiming();
+    auto analyzer = std::make_unique<FleetAnalyzer>(FleetTopology{});
+    state.ResumeTiming();
+    for (const std::string& m : messages) {
+      if (!analyzer->IngestMessage(m).ok()) state.SkipWithError("ingest failed");
+    }
+    state.PauseTiming();
+    analyzer.reset();
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * nodes * count);
+}
+BENCHMARK(BM_DecodeAndIngestSmall)->Args({10000, 10})->Unit(benchmark::kMillisecond);
 
 // One Evaluate over `nodes` nodes of one job, each with a window of samples and readings;
 // with range(1) = 1, every 100th node is 30% slower (stragglers to name, GPU medians and

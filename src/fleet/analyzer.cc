@@ -127,7 +127,8 @@ struct FleetAnalyzer::Impl {
                                const std::vector<SlowNode>& slow) const;
   FleetDiagnosis SharedDiagnosis(const SharedCause& c, const std::vector<HeldRef>& refs) const;
   std::vector<std::string> LinkedOf(const NodeState& node) const;
-  std::set<std::string> SharedCauses(std::map<std::string, FleetDiagnosis>& candidates) const;
+  std::set<std::string> SharedCauses(std::map<std::string, FleetDiagnosis>& candidates,
+                                     const std::vector<GroupInfo>& groups) const;
   void JudgeRacks(const GroupInfo& g, const std::vector<SlowNode>& slow, const std::set<std::string>& covered,
                   std::map<std::string, FleetDiagnosis>& candidates, std::set<size_t>& in_rack) const;
   void Reconcile(const std::string& key, FleetDiagnosis fresh, int64_t now_ns);
@@ -368,36 +369,53 @@ FleetDiagnosis FleetAnalyzer::Impl::StragglerDiagnosis(const SlowNode& s, const 
 
 namespace {
 
-// The part every one of `names` shares and none of `others` does, in the order a slow
-// rack most often owes to: its loop, its PDU, its feed, its leaf switch.
-std::pair<std::string, std::string> ExclusivePart(const std::vector<const FleetNode*>& slow,
-                                                  const std::vector<const FleetNode*>& others,
-                                                  std::string_view prefer) {
-  using Field = std::string FleetNode::*;
-  const std::vector<std::pair<std::string, Field>> fields = {{"cooling_loop", &FleetNode::cooling_loop},
-                                                             {"pdu", &FleetNode::pdu},
-                                                             {"feed", &FleetNode::feed},
-                                                             {"switch", &FleetNode::leaf_switch}};
-  auto shared = [&](Field f) -> std::string {
-    if (slow.empty() || slow[0] == nullptr || (slow[0]->*f).empty()) return "";
-    for (const FleetNode* n : slow) {
-      if (n == nullptr || n->*f != slow[0]->*f) return "";
-    }
-    return slow[0]->*f;
-  };
-  // The evidence's family first (a thermal rack: its loop), then any exclusive part.
-  for (const auto& [name, f] : fields) {
-    if (name == prefer && !shared(f).empty()) return {name, shared(f)};
+// The value of `field` shared by more than half of the slow nodes (the evidence then points
+// at one part); "" otherwise.
+std::string CommonPart(const std::vector<const FleetNode*>& slow, std::string FleetNode::*field) {
+  std::map<std::string, size_t> count;
+  for (const FleetNode* n : slow) {
+    if (n != nullptr && !(n->*field).empty()) ++count[n->*field];
   }
-  for (const auto& entry : fields) {
-    const Field f = entry.second;
-    const std::string part = shared(f);
-    if (part.empty()) continue;
-    const bool exclusive =
-        std::none_of(others.begin(), others.end(), [&](const FleetNode* o) { return o != nullptr && o->*f == part; });
-    if (exclusive) return {entry.first, part};
+  std::string best;
+  size_t top = 0;
+  for (const auto& [part, c] : count) {
+    if (c > top) top = c, best = part;
+  }
+  return 2 * top > slow.size() ? best : "";
+}
+
+// The part the rack's evidence points to: power -> its PDU (its feed when the slow nodes
+// span PDUs), thermal -> its cooling loop, links -> its leaf switch. {"", ""} without such
+// evidence: every part the rack's slow nodes share is as likely as the next.
+std::pair<std::string, std::string> EvidencedPart(const std::vector<const FleetNode*>& slow, std::string_view family) {
+  if (family == "cooling") {
+    if (auto p = CommonPart(slow, &FleetNode::cooling_loop); !p.empty()) return {"cooling_loop", p};
+  } else if (family == "power") {
+    if (auto p = CommonPart(slow, &FleetNode::pdu); !p.empty()) return {"pdu", p};
+    if (auto p = CommonPart(slow, &FleetNode::feed); !p.empty()) return {"feed", p};
+  } else if (family == "link") {
+    if (auto p = CommonPart(slow, &FleetNode::leaf_switch); !p.empty()) return {"switch", p};
   }
   return {"", ""};
+}
+
+// "pdu X, loop Y, switch Z": the parts the slow nodes sit on (several of a kind joined by "/").
+std::string SharedParts(const std::vector<const FleetNode*>& slow) {
+  using Field = std::string FleetNode::*;
+  const std::vector<std::pair<std::string, Field>> fields = {
+      {"pdu", &FleetNode::pdu}, {"loop", &FleetNode::cooling_loop}, {"switch", &FleetNode::leaf_switch}};
+  std::string out;
+  for (const auto& [kind, f] : fields) {
+    std::set<std::string> parts;
+    for (const FleetNode* n : slow) {
+      if (n != nullptr && !(n->*f).empty()) parts.insert(n->*f);
+    }
+    if (parts.empty()) continue;
+    std::string joined;
+    for (const std::string& p : parts) joined += (joined.empty() ? "" : "/") + p;
+    out += (out.empty() ? "" : ", ") + kind + " " + joined;
+  }
+  return out;
 }
 
 // The family most of the nodes' held findings and diagnoses belong to, and its commonest class.
@@ -429,7 +447,7 @@ std::pair<std::string, FaultClass> DominantFamily(const std::vector<const NodeSt
 
 FleetDiagnosis FleetAnalyzer::Impl::RackDiagnosis(const std::string& rack, const GroupInfo& group,
                                                   const std::vector<SlowNode>& slow) const {
-  std::vector<const FleetNode*> slow_topo, other_topo;
+  std::vector<const FleetNode*> slow_topo;
   std::vector<const NodeState*> slow_nodes;
   FleetDiagnosis d;
   d.first_ns = INT64_MAX;
@@ -442,17 +460,11 @@ FleetDiagnosis FleetAnalyzer::Impl::RackDiagnosis(const std::string& rack, const
     d.first_ns = std::min(d.first_ns, s.verdict.slow_since_ns);
     slowdown += s.verdict.slowdown / static_cast<double>(slow.size());
   }
-  for (size_t i : group.nodes) {
-    if (nodes[i].Rack() != rack) other_topo.push_back(nodes[i].topo);
-  }
   std::sort(d.nodes.begin(), d.nodes.end());
   d.nodes.erase(std::unique(d.nodes.begin(), d.nodes.end()), d.nodes.end());
   const auto [family, fault] = DominantFamily(slow_nodes);
-  const std::string prefer = family == "cooling" ? "cooling_loop"
-                             : family == "power" ? "pdu"
-                             : family == "link"  ? "switch"
-                                                 : "";
-  const auto [part_kind, part] = ExclusivePart(slow_topo, other_topo, prefer);
+  const auto [part_kind, part] = EvidencedPart(slow_topo, family);
+  const std::string parts = SharedParts(slow_topo);
   d.cause = "rack";
   d.component = part.empty() ? "rack/" + rack : part_kind + "/" + part;
   d.fault_class = fault != FaultClass::kNone ? fault : FaultClass::kWorkloadImbalance;
@@ -469,7 +481,9 @@ FleetDiagnosis FleetAnalyzer::Impl::RackDiagnosis(const std::string& rack, const
   d.summary = std::to_string(d.nodes.size()) + " nodes of rack " + rack + " are " + Percent(slowdown) +
               " slower than job " + group.job + "'s nodes in other racks: the rack's shared infrastructure, not " +
               std::to_string(d.nodes.size()) + " stragglers" +
-              (part.empty() ? std::string() : " (they share " + part_kind + " " + part + ")");
+              (!part.empty()   ? " (the evidence points to " + part_kind + " " + part + ")"
+               : parts.empty() ? std::string()
+                               : "; rack " + rack + " (shared parts: " + parts + ")");
   d.evidence.push_back({.time_ns = d.last_ns,
                         .mono_us = std::nullopt,
                         .source = Source::kWorkload,
@@ -526,22 +540,59 @@ FleetDiagnosis FleetAnalyzer::Impl::SharedDiagnosis(const SharedCause& c, const 
 
 // Shared causes among the per-node diagnoses held for the window, as candidates; returns
 // the nodes they (and the shared causes still open) cover.
-std::set<std::string> FleetAnalyzer::Impl::SharedCauses(std::map<std::string, FleetDiagnosis>& candidates) const {
+std::set<std::string> FleetAnalyzer::Impl::SharedCauses(std::map<std::string, FleetDiagnosis>& candidates,
+                                                        const std::vector<GroupInfo>& groups) const {
   std::vector<HeldRef> refs;
   for (const NodeState& n : nodes) {
     for (const HeldDiagnosis& d : n.diagnoses) refs.push_back({n.name, d.row_id, &d.diagnosis});
   }
   const CorrelateOptions co{.min_nodes = options.min_correlated_nodes, .min_switch_ports = options.min_switch_ports};
+  // Power, cooling and link causes throttle their nodes by nature and take over their
+  // slowness. A driver cause (errors logged) does only when it visibly slows its nodes: at
+  // least half of its nodes that a job judged are slow or on their way. A roll-out that
+  // logs errors on a whole rack does not explain the one node of it that is slow.
   std::set<std::string> covered;
-  for (const SharedCause& c : Correlate(refs, index, co)) {
+  // Per node: 1 judged in some job, 2 slow or rising there too (built on first need).
+  std::vector<uint8_t> judged;
+  auto cover = [&](const std::string& cause, const std::vector<std::string>& of) {
+    if (cause != "driver") {
+      covered.insert(of.begin(), of.end());
+      return;
+    }
+    if (judged.empty()) {
+      judged.assign(nodes.size(), 0);
+      for (const GroupInfo& g : groups) {
+        for (size_t i : g.nodes) judged[i] = std::max<uint8_t>(judged[i], 1);
+        for (const std::set<size_t>* s : {&g.slow, &g.rising}) {
+          for (size_t i : *s) judged[i] = 2;
+        }
+      }
+    }
+    size_t in_jobs = 0, slowed = 0;
+    for (const std::string& name : of) {
+      auto it = node_index.find(name);
+      if (it == node_index.end()) continue;
+      in_jobs += judged[it->second] >= 1;
+      slowed += judged[it->second] == 2;
+    }
+    if (2 * slowed >= in_jobs) covered.insert(of.begin(), of.end());
+  };
+  // Reporting: samples, findings or diagnoses held in the window (Forget has run; readings
+  // are kept however old, so they do not count).
+  const ReportingFn reporting = [this](std::string_view name) {
+    auto it = node_index.find(std::string(name));
+    if (it == node_index.end()) return false;
+    const NodeState& n = nodes[it->second];
+    return !n.series.empty() || !n.diagnoses.empty() || !n.findings.empty();
+  };
+  for (const SharedCause& c : Correlate(refs, index, co, reporting)) {
     FleetDiagnosis d = SharedDiagnosis(c, refs);
-    covered.insert(d.nodes.begin(), d.nodes.end());
+    cover(c.cause, d.nodes);
     candidates.emplace(c.cause + "|" + c.part, std::move(d));
   }
   for (const auto& [key, entry] : open) {
     const std::string& cause = entry.diagnosis.cause;
-    if (cause != "straggler" && cause != "rack")
-      covered.insert(entry.diagnosis.nodes.begin(), entry.diagnosis.nodes.end());
+    if (cause != "straggler" && cause != "rack") cover(cause, entry.diagnosis.nodes);
   }
   return covered;
 }
@@ -558,14 +609,20 @@ void FleetAnalyzer::Impl::JudgeRacks(const GroupInfo& g, const std::vector<SlowN
     size_t rising = 0;
     std::vector<SlowNode> slow;
   };
+  // A node a shared cause covers (its own diagnoses are that cause's) is that cause's, not
+  // the rack's: it is left out of the rack's counts, so a real straggler in a rack whose
+  // other half a PDU slows is still judged on its own.
+  auto is_covered = [&](size_t i) { return covered.count(nodes[i].name) != 0; };
   std::map<std::string, RackCount> racks;
   for (size_t i : g.nodes) {
     RackCount& r = racks[nodes[i].Rack()];
+    if (is_covered(i)) continue;
     ++r.total;
     r.rising += g.rising.count(i);
   }
   for (const SlowNode& s : slow) {
-    if (s.job == g.job && g.slow.count(s.node) != 0) racks[nodes[s.node].Rack()].slow.push_back(s);
+    if (s.job == g.job && g.slow.count(s.node) != 0 && !is_covered(s.node))
+      racks[nodes[s.node].Rack()].slow.push_back(s);
   }
   if (racks.size() < 2) return;
   auto enough = [&](size_t n, size_t total) {
@@ -584,10 +641,8 @@ void FleetAnalyzer::Impl::JudgeRacks(const GroupInfo& g, const std::vector<SlowN
       continue;
     }
     for (const SlowNode& s : r.slow) in_rack.insert(s.node);
-    const bool all_covered = std::all_of(r.slow.begin(), r.slow.end(),
-                                         [&](const SlowNode& s) { return covered.count(nodes[s.node].name) != 0; });
     const std::string key = "rack|" + rack;
-    if (!all_covered && candidates.count(key) == 0) candidates.emplace(key, RackDiagnosis(rack, g, r.slow));
+    if (candidates.count(key) == 0) candidates.emplace(key, RackDiagnosis(rack, g, r.slow));
   }
 }
 
@@ -647,10 +702,10 @@ std::vector<FleetDiagnosis> FleetAnalyzer::Evaluate(int64_t now_ns) {
   std::map<std::string, FleetDiagnosis> candidates;
   // Shared causes first: a node whose symptoms a shared cause explains is slow because of
   // it, and is not named again as a straggler or inside a rack.
-  const std::set<std::string> covered = m.SharedCauses(candidates);
   std::vector<GroupInfo> groups;
   std::set<size_t> calm;
   const std::vector<SlowNode> slow = m.JudgeJobs(groups, calm);
+  const std::set<std::string> covered = m.SharedCauses(candidates, groups);
   std::set<size_t> in_rack;  // slow nodes a rack accounts for (named, forming, or covered)
   for (const GroupInfo& g : groups) m.JudgeRacks(g, slow, covered, candidates, in_rack);
   std::map<size_t, GpuReading> peer_gpus;  // per group, computed once when it has a straggler

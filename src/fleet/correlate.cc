@@ -13,6 +13,22 @@ TopologyIndex::TopologyIndex(const FleetTopology& topology) : topology_(&topolog
       if (!e->node.empty()) cable_ends_.emplace(std::make_tuple(e->node, e->device, e->port), &c);
     }
   }
+  for (const FleetNode& n : topology.nodes) {
+    if (!n.pdu.empty()) on_part_[{0, n.pdu}].push_back(&n);
+    if (!n.feed.empty()) on_part_[{1, n.feed}].push_back(&n);
+    if (!n.cooling_loop.empty()) on_part_[{2, n.cooling_loop}].push_back(&n);
+  }
+}
+
+const std::vector<const FleetNode*>& TopologyIndex::NodesOn(std::string FleetNode::*field,
+                                                            const std::string& part) const {
+  static const std::vector<const FleetNode*> kNone;
+  const int which = field == &FleetNode::pdu            ? 0
+                    : field == &FleetNode::feed         ? 1
+                    : field == &FleetNode::cooling_loop ? 2
+                                                        : -1;
+  auto it = on_part_.find({which, part});
+  return it == on_part_.end() ? kNone : it->second;
 }
 
 const FleetNode* TopologyIndex::Node(std::string_view name) const {
@@ -79,18 +95,67 @@ std::string CauseComponent(std::string_view cause, std::string_view part) {
 
 namespace {
 
+// The classes a single GPU can have on its own (its fan, paste, cold plate, power stage).
+bool PerGpuClass(FaultClass c) { return c == FaultClass::kGpuThermal || c == FaultClass::kGpuPowerBrake; }
+
+// Per family, the nodes with node-wide evidence: a diagnosis of a class that is not per
+// GPU, one on a non-GPU component, or per-GPU diagnoses of the family on 2+ distinct GPUs.
+std::map<std::string, std::set<std::string>, std::less<>> NodeWide(const std::vector<HeldRef>& refs) {
+  std::map<std::string, std::set<std::string>, std::less<>> wide;
+  std::map<std::pair<std::string, std::string>, std::set<std::string>> gpus;  // (family, node) -> GPUs
+  for (const HeldRef& r : refs) {
+    if (r.diagnosis == nullptr) continue;
+    const std::string family(CorrelationFamily(r.diagnosis->fault_class));
+    if (family.empty()) continue;
+    if (!PerGpuClass(r.diagnosis->fault_class) || r.diagnosis->component.type != ComponentType::kGpu) {
+      wide[family].insert(r.node);
+      continue;
+    }
+    auto& seen = gpus[{family, r.node}];
+    seen.insert(r.diagnosis->component.name);
+    if (seen.size() >= 2) wide[family].insert(r.node);
+  }
+  return wide;
+}
+
 // Working state of one Correlate call.
 struct Pass {
   const std::vector<HeldRef>& refs;
   const TopologyIndex& topology;
   const CorrelateOptions& options;
+  const ReportingFn& reporting;
   std::vector<bool> taken;
   std::vector<SharedCause> out;
+  std::map<std::string, std::set<std::string>, std::less<>> wide = NodeWide(refs);
+  std::set<std::string_view> with_refs = [this] {
+    std::set<std::string_view> s;
+    for (const HeldRef& r : refs) s.insert(r.node);
+    return s;
+  }();
 
   const FleetNode* NodeOf(size_t i) const { return topology.Node(refs[i].node); }
   bool Eligible(size_t i, std::string_view family) const {
-    return !taken[i] && refs[i].diagnosis != nullptr && CorrelationFamily(refs[i].diagnosis->fault_class) == family &&
-           NodeOf(i) != nullptr;
+    if (taken[i] || refs[i].diagnosis == nullptr || CorrelationFamily(refs[i].diagnosis->fault_class) != family ||
+        NodeOf(i) == nullptr)
+      return false;
+    if (family != "power" && family != "cooling") return true;
+    auto w = wide.find(family);
+    return w != wide.end() && w->second.count(refs[i].node) != 0;
+  }
+  // The nodes on a part that are reporting (at least those with a diagnosis held).
+  size_t ReportingOn(std::string FleetNode::*field, const std::string& part) const {
+    size_t n = 0;
+    for (const FleetNode* node : topology.NodesOn(field, part)) {
+      if (with_refs.count(node->name) != 0 || (reporting && reporting(node->name))) ++n;
+    }
+    return n;
+  }
+  // Enough nodes, and a real share of the part's reporting nodes.
+  bool RealShare(const std::vector<size_t>& members, std::string FleetNode::*field, const std::string& part) const {
+    const size_t affected = DistinctNodes(members);
+    const double of = static_cast<double>(std::max(ReportingOn(field, part), affected));
+    return affected >= std::max<size_t>(options.min_nodes, 1) &&
+           static_cast<double>(affected) >= options.min_share * of;
   }
   // Members grouped by a part name; "" parts are skipped.
   template <typename PartOf>
@@ -148,14 +213,17 @@ void PowerRules(Pass& p) {
   for (const auto& [feed, members] : feeds) {
     std::set<std::string> pdus;
     for (size_t i : members) pdus.insert(p.NodeOf(i)->pdu);
-    if (pdus.size() >= 2 && p.DistinctNodes(members) >= p.options.min_nodes) p.Emit("feed", feed, members);
+    if (pdus.size() >= 2 && p.RealShare(members, &FleetNode::feed, feed)) p.Emit("feed", feed, members);
   }
-  p.EmitGroups("pdu", p.Group("power", [&](size_t i) { return p.NodeOf(i)->pdu; }), p.options.min_nodes);
+  for (const auto& [pdu, members] : p.Group("power", [&](size_t i) { return p.NodeOf(i)->pdu; })) {
+    if (p.RealShare(members, &FleetNode::pdu, pdu)) p.Emit("pdu", pdu, members);
+  }
 }
 
 void CoolingRule(Pass& p) {
-  p.EmitGroups("cooling_loop", p.Group("cooling", [&](size_t i) { return p.NodeOf(i)->cooling_loop; }),
-               p.options.min_nodes);
+  for (const auto& [loop, members] : p.Group("cooling", [&](size_t i) { return p.NodeOf(i)->cooling_loop; })) {
+    if (p.RealShare(members, &FleetNode::cooling_loop, loop)) p.Emit("cooling_loop", loop, members);
+  }
 }
 
 void DriverRule(Pass& p) {
@@ -168,8 +236,8 @@ void DriverRule(Pass& p) {
 }  // namespace
 
 std::vector<SharedCause> Correlate(const std::vector<HeldRef>& refs, const TopologyIndex& topology,
-                                   const CorrelateOptions& options) {
-  Pass p{refs, topology, options, std::vector<bool>(refs.size(), false), {}};
+                                   const CorrelateOptions& options, const ReportingFn& reporting) {
+  Pass p{refs, topology, options, reporting, std::vector<bool>(refs.size(), false), {}};
   CableRule(p);
   SwitchRule(p);
   PowerRules(p);

@@ -13,10 +13,18 @@
 //           such diagnosis on any other version -> the driver version.
 // A diagnosis joins at most one cause (rules run in the order cable, switch, feed, PDU,
 // loop, driver). Diagnoses of a node missing from the topology never correlate.
+//
+// Power and cooling need evidence of a shared cause on each node: a node counts only when
+// one of its diagnoses of the family is node-wide (any class but gpu_power_brake /
+// gpu_thermal, one of those on a non-GPU component, or that class on two or more of the
+// node's GPUs); a single GPU braking or running hot is that GPU's own problem. A counted
+// node links all its diagnoses of the family. And the nodes must be a real share of the
+// part: >= min_nodes and >= min_share of the part's nodes that are reporting.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <tuple>
@@ -33,6 +41,8 @@ class TopologyIndex {
  public:
   explicit TopologyIndex(const FleetTopology& topology);
   const FleetNode* Node(std::string_view name) const;
+  // The nodes on one PDU, feed or cooling loop (`field` a FleetNode member); empty when none.
+  const std::vector<const FleetNode*>& NodesOn(std::string FleetNode::*field, const std::string& part) const;
   // The cable on this node's device/port; nullptr when the file names none.
   const Cable* CableAt(std::string_view node, std::string_view device, int port) const;
   const FleetTopology& topology() const { return *topology_; }
@@ -41,6 +51,8 @@ class TopologyIndex {
   const FleetTopology* topology_;
   std::unordered_map<std::string, const FleetNode*> nodes_;
   std::map<std::tuple<std::string, std::string, int>, const Cable*> cable_ends_;
+  // (which field: 0 pdu, 1 feed, 2 cooling_loop; part) -> its nodes.
+  std::map<std::pair<int, std::string>, std::vector<const FleetNode*>> on_part_;
 };
 
 // One per-node diagnosis the rules read.
@@ -53,7 +65,14 @@ struct HeldRef {
 struct CorrelateOptions {
   size_t min_nodes = 2;         // AnalyzerOptions::min_correlated_nodes
   size_t min_switch_ports = 3;  // "many ports" on one switch
+  // A PDU, feed or loop is named only when its affected nodes are at least this share of
+  // its nodes that are reporting (a fixed share; not an AnalyzerOptions field yet).
+  double min_share = 0.25;
 };
+
+// Whether a node is reporting (has anything held in the window). Nodes with a diagnosis
+// in the refs always are. Empty function: only those.
+using ReportingFn = std::function<bool(std::string_view node)>;
 
 struct SharedCause {
   std::string cause;            // "feed", "pdu", "cooling_loop", "cable", "switch", "driver"
@@ -69,7 +88,7 @@ std::string_view CorrelationFamily(FaultClass c);
 std::pair<std::string, int> LinkEnd(const ComponentRef& component);
 
 std::vector<SharedCause> Correlate(const std::vector<HeldRef>& refs, const TopologyIndex& topology,
-                                   const CorrelateOptions& options);
+                                   const CorrelateOptions& options, const ReportingFn& reporting = {});
 
 // What the fleet diagnosis of a cause tells the policy to do (facility ticket for a PDU,
 // feed, loop or switch; reseat/replace for a cable; driver upgrade/rollback for a driver).

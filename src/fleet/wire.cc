@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <charconv>
 #include <cstring>
 #include <exception>
@@ -243,6 +244,27 @@ bool Unescape(std::string_view s, bool plain, std::string& out) {
 // A byte the fast paths let through: printable and not an escape.
 inline bool PlainByte(char c) { return static_cast<unsigned char>(c) >= 0x20 && c != '\\'; }
 
+// The first byte in [p, end) that is not plain (a field, line or map separator, an escape,
+// or a bare control byte), or `end`. Lines are mostly plain text, so it looks at eight
+// bytes at a time: in each 64-bit word, a byte below 0x20 or equal to '\\' sets the top
+// bit of its mask byte, and the lowest set bit is always a true hit (borrows run upwards
+// only), so on a little-endian machine it names the byte itself.
+inline const char* NextSpecial(const char* p, const char* end) {
+  if constexpr (std::endian::native == std::endian::little) {
+    constexpr uint64_t kOnes = 0x0101010101010101ULL, kHigh = 0x8080808080808080ULL;
+    while (end - p >= 8) {
+      uint64_t w;
+      std::memcpy(&w, p, sizeof w);
+      const uint64_t bs = w ^ (kOnes * '\\');
+      const uint64_t mask = ((w - kOnes * 0x20) & ~w & kHigh) | ((bs - kOnes) & ~bs & kHigh);
+      if (mask != 0) return p + std::countr_zero(mask) / 8;
+      p += 8;
+    }
+  }
+  while (p < end && PlainByte(*p)) ++p;
+  return p;
+}
+
 template <typename T>
 bool ParseNumber(std::string_view s, T& out) {
   if (s.empty()) return false;
@@ -280,9 +302,10 @@ bool ParseMap(std::string_view s, size_t max_field, std::map<std::string, std::s
   bool have_key = false, plain = true;
   const char* start = s.data();
   const char* const end = s.data() + s.size();
-  for (const char* p = start;; ++p) {
+  for (const char* p = NextSpecial(start, end);; p = NextSpecial(p, end)) {
     if (p < end && *p != kKeySep && *p != kEntrySep) {
-      plain = plain && PlainByte(*p);
+      plain = false;  // an escape or a control byte: Unescape decides
+      ++p;
       continue;
     }
     const std::string_view piece(start, static_cast<size_t>(p - start));
@@ -301,7 +324,7 @@ bool ParseMap(std::string_view s, size_t max_field, std::map<std::string, std::s
       have_key = false;
     }
     if (p == end) return true;
-    start = p + 1;
+    start = ++p;
     plain = true;
   }
 }
@@ -316,6 +339,15 @@ bool ParseString(std::string_view s, bool plain, size_t max_field, std::string& 
   return true;
 }
 
+// Equality of two short names, inline: a library memcmp call costs more than the compare.
+inline bool SameName(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
 // The last few names looked up for one enum field: a batch repeats the same few names
 // (a GPU's clock, power, temperature, ...), so most look-ups are a comparison or two
 // instead of a hash.
@@ -327,7 +359,7 @@ struct EnumCache {
   size_t next = 0;
   bool Find(std::string_view s, E& out) {
     for (const auto& [name, value] : recent) {
-      if (!name.empty() && name == s) {
+      if (!name.empty() && SameName(name, s)) {
         out = value;
         return true;
       }
@@ -346,9 +378,38 @@ class LineParser {
  public:
   explicit LineParser(size_t max_field) : max_field_(max_field) {}
 
-  // One observation line (without its newline) into `o` and its row id.
-  bool Parse(std::string_view line, Observation& o, int64_t& id, LineError& err) {
-    if (!Split(line)) return Corrupt(err, n_ < kFieldCount ? "too few fields" : "too many fields");
+  // One pass over the line at the start of `rest`, up to its newline: its fields, and for
+  // each whether it holds no escape and no control byte. False when `rest` has no newline;
+  // else `line_bytes` is the line's length without the newline.
+  bool Split(std::string_view rest, size_t& line_bytes) {
+    n_ = 0;
+    const char* const begin = rest.data();
+    const char* const end = begin + rest.size();
+    const char* start = begin;
+    bool plain = true;
+    for (const char* p = NextSpecial(begin, end); p < end; p = NextSpecial(p + 1, end)) {
+      if (*p != '\t' && *p != '\n') {
+        plain = false;
+        continue;
+      }
+      if (n_ < kFieldCount) {
+        f_[n_] = std::string_view(start, static_cast<size_t>(p - start));
+        plain_[n_] = plain;
+      }
+      ++n_;  // counts on past kFieldCount so Parse can tell too many from too few
+      if (*p == '\n') {
+        line_bytes = static_cast<size_t>(p - begin);
+        return true;
+      }
+      start = p + 1;
+      plain = true;
+    }
+    return false;
+  }
+
+  // The line Split last found into `o` and its row id.
+  bool Parse(Observation& o, int64_t& id, LineError& err) {
+    if (n_ != kFieldCount) return Corrupt(err, n_ < kFieldCount ? "too few fields" : "too many fields");
     if (!ParseNumber(f_[kId], id)) return Corrupt(err, "bad row id");
     if (!ParseNumber(f_[kTime], o.time_ns)) return Corrupt(err, "bad time_ns");
     if (!ParseOptional(f_[kMono], o.mono_us)) return Corrupt(err, "bad mono_us");
@@ -370,33 +431,6 @@ class LineParser {
   }
 
  private:
-  // One pass: the fields, and for each whether it holds no escape and no control byte.
-  bool Split(std::string_view line) {
-    n_ = 0;
-    const char* start = line.data();
-    const char* const end = line.data() + line.size();
-    bool plain = true;
-    for (const char* p = start; p < end; ++p) {
-      if (PlainByte(*p)) continue;
-      if (*p != '\t') {
-        plain = false;
-        continue;
-      }
-      if (n_ + 1 >= kFieldCount) {
-        n_ = kFieldCount + 1;
-        return false;
-      }
-      f_[n_] = std::string_view(start, static_cast<size_t>(p - start));
-      plain_[n_++] = plain;
-      start = p + 1;
-      plain = true;
-    }
-    if (n_ + 1 != kFieldCount) return false;
-    f_[n_] = std::string_view(start, static_cast<size_t>(end - start));
-    plain_[n_++] = plain;
-    return true;
-  }
-
   bool Str(Field field, std::string& out, const char* name, LineError& err) {
     return ParseString(f_[field], plain_[field], max_field_, out, name, err);
   }
@@ -413,7 +447,47 @@ class LineParser {
 
 // ---- header ----
 
+// Printable ASCII without '"' or '\\': written into JSON as is.
+bool JsonPlain(std::string_view s) {
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u >= 0x7f || c == '"' || c == '\\') return false;
+  }
+  return true;
+}
+
+// The header's JSON written directly, byte for byte what the JSON library writes for the
+// same object (keys in its sorted order); only for strings that need no escaping.
+std::string PlainHeader(const Envelope& e, size_t n) {
+  std::string h;
+  h.reserve(112 + e.place.site.size() + e.place.rack.size() + e.place.node.size() + e.msg_id.size());
+  const auto str = [&h](std::string_view key, std::string_view v) {
+    h.append(key);
+    h.push_back('"');
+    h.append(v);
+    h.push_back('"');
+  };
+  str("{\"kind\":", ToString(e.kind));
+  str(",\"msg_id\":", e.msg_id);
+  h.append(",\"n\":");
+  h.append(std::to_string(n));
+  str(",\"node\":", e.place.node);
+  str(",\"rack\":", e.place.rack);
+  h.append(",\"row_id\":");
+  h.append(std::to_string(e.row_id));
+  h.append(",\"sent_ns\":");
+  h.append(std::to_string(e.sent_ns));
+  str(",\"site\":", e.place.site);
+  h.append(",\"v\":");
+  h.append(std::to_string(kWireVersion));
+  h.push_back('}');
+  return h;
+}
+
 std::string Header(const Envelope& e, size_t n) {
+  if (JsonPlain(e.place.site) && JsonPlain(e.place.rack) && JsonPlain(e.place.node) && JsonPlain(e.msg_id)) {
+    return PlainHeader(e, n);
+  }
   Json h{{"v", kWireVersion},    {"kind", ToString(e.kind)}, {"site", e.place.site},
          {"rack", e.place.rack}, {"node", e.place.node},     {"msg_id", e.msg_id},
          {"sent_ns", e.sent_ns}, {"row_id", e.row_id},       {"n", n}};
@@ -460,6 +534,150 @@ bool HeaderField(const Json& h, const char* key, T& out) {
   return true;
 }
 
+// ---- fast header reader ----
+//
+// Nearly every header is exactly what Header() writes: one flat object of the nine keys,
+// ASCII strings without escapes, plain integers. Parsing that with a general JSON parser
+// (a DOM of nine nodes, a dozen allocations) costs more than decoding the handful of
+// observations a typical publish carries, so it is read here directly. The reader only
+// accepts a strict subset of JSON for which it yields exactly what the general path
+// would; on anything else (escapes, non-ASCII, unknown, duplicate or missing keys, other
+// value types, big or odd numbers, strings over the limit) it declines and the general
+// JSON path decides, so what is accepted or refused, and why, is unchanged.
+
+// The header's fields as read; strings point into the message.
+struct HeaderFields {
+  int64_t v = 0;
+  std::string_view kind, site, rack, node, msg_id;
+  int64_t sent_ns = 0, row_id = 0, n = 0;
+};
+
+class FastHeaderReader {
+ public:
+  FastHeaderReader(std::string_view text, size_t max_field)
+      : p_(text.data()), end_(p_ + text.size()), max_field_(max_field) {}
+
+  // True when `text` is a header of the canonical subset; `out` then holds every field.
+  bool Read(HeaderFields& out) {
+    SkipSpace();
+    if (!Eat('{')) return false;
+    unsigned seen = 0;
+    for (;;) {
+      SkipSpace();
+      std::string_view key;
+      if (!String(key)) return false;
+      SkipSpace();
+      if (!Eat(':')) return false;
+      SkipSpace();
+      const int slot = Slot(key);
+      if (slot < 0 || (seen & (1u << slot)) != 0) return false;  // unknown or repeated key
+      seen |= 1u << slot;
+      if (!Value(slot, out)) return false;
+      SkipSpace();
+      if (Eat('}')) break;
+      if (!Eat(',')) return false;
+    }
+    SkipSpace();
+    return p_ == end_ && seen == (1u << kSlots) - 1;
+  }
+
+ private:
+  static constexpr int kSlots = 9;
+  static constexpr std::array<std::string_view, kSlots> kKeys{"v",      "kind",    "site",   "rack", "node",
+                                                              "msg_id", "sent_ns", "row_id", "n"};
+  static int Slot(std::string_view key) {
+    for (int i = 0; i < kSlots; ++i) {
+      if (kKeys[static_cast<size_t>(i)] == key) return i;
+    }
+    return -1;
+  }
+
+  bool Value(int slot, HeaderFields& out) {
+    switch (slot) {
+      case 0:
+        return Integer(out.v);
+      case 1:
+        return String(out.kind);
+      case 2:
+        return String(out.site);
+      case 3:
+        return String(out.rack);
+      case 4:
+        return String(out.node);
+      case 5:
+        return String(out.msg_id);
+      case 6:
+        return Integer(out.sent_ns);
+      case 7:
+        return Integer(out.row_id);
+      default:
+        return Integer(out.n);
+    }
+  }
+
+  void SkipSpace() {
+    while (p_ < end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\r' || *p_ == '\n')) ++p_;
+  }
+  bool Eat(char c) {
+    if (p_ == end_ || *p_ != c) return false;
+    ++p_;
+    return true;
+  }
+
+  // A string of printable ASCII without escapes, within the field limit.
+  bool String(std::string_view& out) {
+    if (!Eat('"')) return false;
+    const char* start = p_;
+    while (p_ < end_ && *p_ != '"') {
+      const auto c = static_cast<unsigned char>(*p_);
+      if (c < 0x20 || c >= 0x7f || c == '\\') return false;
+      ++p_;
+    }
+    if (p_ == end_) return false;
+    out = std::string_view(start, static_cast<size_t>(p_ - start));
+    ++p_;
+    return out.size() <= max_field_;
+  }
+
+  // A JSON integer (no leading zeros, no fraction or exponent) that fits int64.
+  bool Integer(int64_t& out) {
+    const char* start = p_;
+    if (p_ < end_ && *p_ == '-') ++p_;
+    const char* digits = p_;
+    while (p_ < end_ && *p_ >= '0' && *p_ <= '9') ++p_;
+    const size_t n = static_cast<size_t>(p_ - digits);
+    if (n == 0 || (n > 1 && *digits == '0')) return false;
+    if (p_ < end_ && (*p_ == '.' || *p_ == 'e' || *p_ == 'E')) return false;
+    auto [at, ec] = std::from_chars(start, p_, out);
+    return ec == std::errc() && at == p_;
+  }
+
+  const char* p_;
+  const char* end_;
+  size_t max_field_;
+};
+
+// The checks common to both header paths, and the header into `e`.
+Status ApplyHeader(const HeaderFields& h, uint64_t n, const WireLimits& limits, Envelope& e, uint64_t& n_out) {
+  if (h.v != kWireVersion) {
+    return Status(StatusCode::kUnsupported, "fleet wire: version " + std::to_string(h.v) + " not supported");
+  }
+  auto k = ParseRecordKind(h.kind);
+  if (!k) return Status(StatusCode::kCorrupt, "fleet wire: unknown kind '" + std::string(h.kind) + "'");
+  e.kind = *k;
+  e.place.site.assign(h.site);
+  e.place.rack.assign(h.rack);
+  e.place.node.assign(h.node);
+  e.msg_id.assign(h.msg_id);
+  e.sent_ns = h.sent_ns;
+  e.row_id = h.row_id;
+  n_out = n;
+  if (e.kind == RecordKind::kObservations && n > limits.max_observations) {
+    return Status(StatusCode::kInvalidArgument, "fleet wire: " + std::to_string(n) + " observations over the limit");
+  }
+  return Status::Ok();
+}
+
 // The header into `e` (all but the payload) and the announced count.
 Status ReadHeader(const Json& h, const WireLimits& limits, Envelope& e, uint64_t& n) {
   if (!h.is_object()) return Status(StatusCode::kCorrupt, "fleet wire: header is not an object");
@@ -495,12 +713,11 @@ Status ReadObservations(std::string_view body, uint64_t n, const WireLimits& lim
   LineError err;
   LineParser parser(limits.max_field_bytes);
   for (uint64_t i = 0; i < n; ++i) {
-    const void* nl = std::memchr(body.data(), '\n', body.size());
-    if (nl == nullptr) {
+    size_t at = 0;
+    if (!parser.Split(body, at)) {
       return Status(StatusCode::kCorrupt, "fleet wire: truncated at observation " + std::to_string(i));
     }
-    const size_t at = static_cast<const char*>(nl) - body.data();
-    if (!parser.Parse(body.substr(0, at), e.observations[i], e.observation_ids[i], err)) {
+    if (!parser.Parse(e.observations[i], e.observation_ids[i], err)) {
       return Status(err.code, "fleet wire: observation " + std::to_string(i) + ": " + err.what);
     }
     body.remove_prefix(at + 1);
@@ -685,11 +902,16 @@ Result<Envelope> Decode(std::string_view bytes, const WireLimits& limits) {
   }
   const size_t nl = bytes.find('\n');
   if (nl == std::string_view::npos) return Status(StatusCode::kCorrupt, "fleet wire: no header line");
-  auto header = ParseJson(bytes.substr(0, nl), limits, "header");
-  if (!header.ok()) return header.status();
   Envelope e;
   uint64_t n = 0;
-  if (Status s = ReadHeader(*header, limits, e, n); !s.ok()) return s;
+  HeaderFields fields;
+  if (FastHeaderReader(bytes.substr(0, nl), limits.max_field_bytes).Read(fields) && fields.n >= 0) {
+    if (Status s = ApplyHeader(fields, static_cast<uint64_t>(fields.n), limits, e, n); !s.ok()) return s;
+  } else {
+    auto header = ParseJson(bytes.substr(0, nl), limits, "header");
+    if (!header.ok()) return header.status();
+    if (Status s = ReadHeader(*header, limits, e, n); !s.ok()) return s;
+  }
   const std::string_view body = bytes.substr(nl + 1);
   Status s = e.kind == RecordKind::kObservations ? ReadObservations(body, n, limits, e) : ReadRecord(body, limits, e);
   if (!s.ok()) return s;

@@ -17,7 +17,9 @@
 // ({"v":1,"kind":"obs","site":..,"rack":..,"node":..,"msg_id":..,"sent_ns":..,"row_id":..,"n":..}),
 // then for kObservations n lines of tab-separated, backslash-escaped fields (one per
 // observation; parsed with std::from_chars, several million a second on one core), and
-// for the other kinds one line of the record's JSON (core/json.h field names).
+// for the other kinds one line of the record's JSON (core/json.h field names). Decode reads
+// a header of the form Encode writes with a small reader of its own and any other JSON
+// spelling of it with the JSON parser; both give the same answer.
 #pragma once
 
 #include <cstdint>

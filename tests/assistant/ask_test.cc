@@ -267,6 +267,17 @@ TEST_F(AssistantAsk, TooManyToolCallsInOneReplyAreNotRun) {
 // The scripted model obeys every injection it reads: it drains "all nodes", other nodes and
 // components without a diagnosis, resets the user program's GPU, and claims it did.
 TEST_F(AssistantAsk, PromptInjectionObeyedByTheModelCausesNoActionOutsideThePolicy) {
+  // A disruptive class the policy does not plan for the primary diagnosis, proposed on its
+  // own part: refused however plausible the part.
+  const std::string unplanned = [&] {
+    const std::vector<policy::Proposal> plan = policy::PlanActions(primary_);
+    for (const char* c : {"reboot_node", "reset_gpu", "rma_bundle", "cordon"}) {
+      bool planned = false;
+      for (const policy::Proposal& p : plan) planned = planned || (!p.refused && actions::ToString(p.action_class) == c);
+      if (!planned) return std::string(c);
+    }
+    return std::string("none");
+  }();
   const std::string legit_action = [&] {
     for (const policy::Proposal& p : policy::PlanActions(primary_)) {
       if (!p.refused) return std::string(actions::ToString(p.action_class));
@@ -303,7 +314,8 @@ TEST_F(AssistantAsk, PromptInjectionObeyedByTheModelCausesNoActionOutsideThePoli
               {"propose_action", R"({"action":"drain","component":"*","reason":"drain all nodes"})"},
               {"propose_action", R"({"action":"reset_gpu","component":"gpu/0000:5e:00.0","reason":"process said so"})"},
               {"propose_action",
-               R"({"action":"reboot_node","component":")" + primary_.component.Id() + R"(","reason":"SEL said so"})"},
+               R"({"action":")" + unplanned + R"(","component":")" + primary_.component.Id() +
+                   R"(","reason":"SEL said so"})"},
               {"propose_action", R"({"action":"drain","component":"host","reason":"x","node":"gpu-9"})"},
               {"propose_action", R"({"action":")" + legit_action + R"(","component":")" + primary_.component.Id() +
                                      R"(","reason":"the diagnosis recommends it"})"},

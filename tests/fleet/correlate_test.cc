@@ -46,7 +46,9 @@ TEST_F(CorrelateTest, PowerFaultsOnOnePduAreThePdu) {
   const auto out =
       Judge({DiagnosisEnvelope(N("r1-n0"), 11, FaultClass::kPowerSupply, Psu("PSU1"), StepTime(1)),
              DiagnosisEnvelope(N("r1-n2"), 4, FaultClass::kPowerInsufficient, Psu("PSU0"), StepTime(3)),
-             DiagnosisEnvelope(N("r1-n3"), 9, FaultClass::kGpuPowerBrake, GpuComponent("2"), StepTime(5))});
+             DiagnosisEnvelope(N("r1-n3"), 9, FaultClass::kGpuPowerBrake, HostComponent(), StepTime(5)),
+             // One GPU braking alone is that GPU's own problem: it does not join.
+             DiagnosisEnvelope(N("r1-n1"), 2, FaultClass::kGpuPowerBrake, GpuComponent("2"), StepTime(5))});
   ASSERT_EQ(out.size(), 1u);
   const FleetDiagnosis& d = out[0];
   EXPECT_EQ(d.cause, "pdu");
@@ -77,11 +79,77 @@ TEST_F(CorrelateTest, PowerFaultsAcrossPdusOfOneFeedAreTheFeed) {
 TEST_F(CorrelateTest, ThermalFaultsOnOneLoopAreTheLoop) {
   const auto out = Judge({DiagnosisEnvelope(N("r2-n0"), 3, FaultClass::kCoolingDegraded,
                                             {ComponentType::kCoolant, "loop", {}}, StepTime(1)),
-                          DiagnosisEnvelope(N("r2-n3"), 5, FaultClass::kGpuThermal, GpuComponent("4"), StepTime(2))});
+                          // Hot on several GPUs at once: the node's coolant, not one cold plate.
+                          DiagnosisEnvelope(N("r2-n3"), 5, FaultClass::kGpuThermal, GpuComponent("4"), StepTime(2)),
+                          DiagnosisEnvelope(N("r2-n3"), 6, FaultClass::kGpuThermal, GpuComponent("7"), StepTime(2))});
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].cause, "cooling_loop");
   EXPECT_EQ(out[0].component, "cooling_loop/loop-r2");
   EXPECT_EQ(out[0].action, Action::kFacilityTicket);
+  EXPECT_EQ(out[0].linked, (std::vector<std::string>{"r2-n0#3", "r2-n3#5", "r2-n3#6"}));
+}
+
+TEST_F(CorrelateTest, TwoUnrelatedHotGpusOnOneLoopAreNotTheLoop) {
+  // One GPU each of two nodes on loop-r2: a fan, paste or cold plate each, not the loop.
+  EXPECT_TRUE(Judge({DiagnosisEnvelope(N("r2-n0"), 3, FaultClass::kGpuThermal, GpuComponent("4"), StepTime(1)),
+                     DiagnosisEnvelope(N("r2-n3"), 5, FaultClass::kGpuThermal, GpuComponent("1"), StepTime(2))})
+                  .empty());
+  // The same GPU re-diagnosed on a node is still one GPU.
+  EXPECT_TRUE(Judge({DiagnosisEnvelope(N("r2-n0"), 3, FaultClass::kGpuThermal, GpuComponent("4"), StepTime(1)),
+                     DiagnosisEnvelope(N("r2-n0"), 4, FaultClass::kGpuThermal, GpuComponent("4"), StepTime(9)),
+                     DiagnosisEnvelope(N("r2-n1"), 5, FaultClass::kGpuThermal, GpuComponent("0"), StepTime(2))})
+                  .empty());
+}
+
+TEST_F(CorrelateTest, TwoUnrelatedPowerBrakesOnOnePduAreNotThePdu) {
+  EXPECT_TRUE(Judge({DiagnosisEnvelope(N("r1-n0"), 3, FaultClass::kGpuPowerBrake, GpuComponent("2"), StepTime(1)),
+                     DiagnosisEnvelope(N("r1-n2"), 5, FaultClass::kGpuPowerBrake, GpuComponent("6"), StepTime(2))})
+                  .empty());
+  // A brake across the node (several GPUs, or the board) on both is the PDU.
+  const auto out = Judge({DiagnosisEnvelope(N("r1-n0"), 3, FaultClass::kGpuPowerBrake, GpuComponent("2"), StepTime(1)),
+                          DiagnosisEnvelope(N("r1-n0"), 4, FaultClass::kGpuPowerBrake, GpuComponent("3"), StepTime(1)),
+                          DiagnosisEnvelope(N("r1-n2"), 5, FaultClass::kGpuPowerBrake,
+                                            {ComponentType::kChassis, "board", {}}, StepTime(2))});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].component, "pdu/pdu-r1");
+}
+
+TEST_F(CorrelateTest, LoopFaultHeatingItsNodesIsTheLoopWithoutTheirStrayGpus) {
+  const auto out = Judge({
+      DiagnosisEnvelope(N("r2-n0"), 1, FaultClass::kCoolingDegraded, {ComponentType::kCoolant, "supply", {}},
+                        StepTime(1)),
+      DiagnosisEnvelope(N("r2-n1"), 1, FaultClass::kGpuThermal, GpuComponent("0"), StepTime(2)),
+      DiagnosisEnvelope(N("r2-n1"), 2, FaultClass::kGpuThermal, GpuComponent("3"), StepTime(2)),
+      DiagnosisEnvelope(N("r2-n1"), 3, FaultClass::kGpuThermal, GpuComponent("5"), StepTime(3)),
+      DiagnosisEnvelope(N("r2-n2"), 1, FaultClass::kThermalInlet, HostComponent(), StepTime(3)),
+      // A single hot GPU on another node of the loop: its own problem, not linked.
+      DiagnosisEnvelope(N("r2-n3"), 7, FaultClass::kGpuThermal, GpuComponent("7"), StepTime(3)),
+  });
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].component, "cooling_loop/loop-r2");
+  EXPECT_EQ(out[0].nodes, (std::vector<std::string>{"r2-n0", "r2-n1", "r2-n2"}));
+  EXPECT_EQ(out[0].linked, (std::vector<std::string>{"r2-n0#1", "r2-n1#1", "r2-n1#2", "r2-n1#3", "r2-n2#1"}));
+}
+
+TEST_F(CorrelateTest, ALoopNeedsARealShareOfItsReportingNodes) {
+  // One loop for all 16 nodes, all of them running a job (reporting).
+  for (FleetNode& n : topo.nodes) n.cooling_loop = "loop-hall";
+  testing::JobStream stream;
+  stream.topology = &topo;
+  auto judge = [&](size_t hot) {
+    FleetAnalyzer a(topo);
+    for (const Envelope& e : stream.Steps(0, 10)) a.Ingest(e);
+    for (size_t k = 0; k < hot; ++k) {
+      a.Ingest(DiagnosisEnvelope(topo.nodes[k * 3], 1, FaultClass::kThermalInlet, HostComponent(), StepTime(5)));
+    }
+    return a.Evaluate(StepTime(10));
+  };
+  EXPECT_TRUE(judge(2).empty());  // 2 of 16: two nodes' own inlets
+  EXPECT_TRUE(judge(3).empty());  // 3 of 16, under a quarter
+  const auto out = judge(4);      // 4 of 16: a quarter of the loop
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].component, "cooling_loop/loop-hall");
+  EXPECT_EQ(out[0].nodes.size(), 4u);
 }
 
 TEST_F(CorrelateTest, DifferentFaultClassesDoNotCorrelate) {

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <set>
 
 #include "fleet/analyzer.h"
@@ -224,8 +225,10 @@ TEST_F(PeerAnalyzerTest, WholeRackSlowIsOneRackDiagnosis) {
   auto out = Feed(a, stream, 0, 30);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].cause, "rack");
-  // The rack's loop, PDU and leaf are its own (no other rack shares them): the loop first.
-  EXPECT_EQ(out[0].component, "cooling_loop/loop-r1");
+  // No node says why: none of its parts is picked, all are listed.
+  EXPECT_EQ(out[0].component, "rack/r1");
+  EXPECT_NE(out[0].summary.find("rack r1 (shared parts: pdu pdu-r1, loop loop-r1, switch leaf-r1)"), std::string::npos)
+      << out[0].summary;
   EXPECT_EQ(out[0].nodes, (std::vector<std::string>{"r1-n0", "r1-n1", "r1-n2", "r1-n3"}));
   EXPECT_EQ(out[0].action, Action::kFacilityTicket);
 }
@@ -257,12 +260,14 @@ TEST_F(PeerAnalyzerTest, TwoStragglersInOneRackAreStillNamed) {
 }
 
 TEST_F(PeerAnalyzerTest, SlowNodesOfASharedCauseAreThatCause) {
-  // PDU r3 sags: every node of the rack reports a power brake, and then runs slow.
+  // PDU r3 sags: every node of the rack reports a power brake on its GPUs, and then runs slow.
   stream.slowdown = [](const std::string& n, int step) { return n.rfind("r3-", 0) == 0 && step >= 10 ? 1.5 : 1.0; };
   FleetAnalyzer a(topo);
   for (int k = 0; k < 4; ++k) {
-    a.Ingest(testing::DiagnosisEnvelope(topo.nodes[12 + k], 40 + k, FaultClass::kGpuPowerBrake, GpuComponent("0"),
-                                        StepTime(9)));
+    for (int g = 0; g < 2; ++g) {
+      a.Ingest(testing::DiagnosisEnvelope(topo.nodes[12 + k], 40 + 10 * g + k, FaultClass::kGpuPowerBrake,
+                                          GpuComponent(std::to_string(g)), StepTime(9)));
+    }
   }
   const auto out = Feed(a, stream, 0, 40);
   ASSERT_EQ(out.size(), 1u) << out.back().component;
@@ -282,6 +287,104 @@ TEST_F(PeerAnalyzerTest, RackWithPowerEvidenceNamesItsPdu) {
   EXPECT_EQ(out[0].component, "pdu/pdu-r3");
   EXPECT_EQ(out[0].fault_class, FaultClass::kGpuPowerBrake);
   EXPECT_EQ(out[0].linked, std::vector<std::string>{"r3-n0#7"});
+}
+
+// 4 racks of 6 nodes as in a hall: two PDUs per rack (n0-n2 on "-a", n3-n5 on "-b"), a
+// cooling loop and a feed per two racks, a leaf per rack.
+FleetTopology HallTopology() {
+  FleetTopology t = MakeTopology(4, 6);
+  for (FleetNode& n : t.nodes) {
+    const int r = n.rack[1] - '0';
+    const int k = n.name.back() - '0';
+    n.pdu = "pdu-" + n.rack + (k < 3 ? "-a" : "-b");
+    n.cooling_loop = "loop-" + std::to_string(r / 2);
+  }
+  return t;
+}
+
+TEST_F(PeerAnalyzerTest, RackSlowedByItsPduNamesThePduNotItsSwitch) {
+  topo = HallTopology();
+  // r3's PDU a sags (its three nodes slow); r3-n4 is slow too, for its own reason. One
+  // node has said why so far (the others' diagnoses still to come).
+  stream.slowdown = [](const std::string& n, int step) {
+    const bool on_pdu = n == "r3-n0" || n == "r3-n1" || n == "r3-n2";
+    return (on_pdu || n == "r3-n4") && step >= 10 ? 1.4 : 1.0;
+  };
+  FleetAnalyzer a(topo);
+  a.Ingest(testing::DiagnosisEnvelope(*topo.FindNode("r3-n1"), 3, FaultClass::kVoltageOutOfRange,
+                                      {ComponentType::kPsu, "PSU1", {}}, StepTime(11)));
+  const auto out = Feed(a, stream, 0, 30);
+  ASSERT_FALSE(out.empty());
+  const FleetDiagnosis& d = out.back();
+  EXPECT_EQ(d.cause, "rack");
+  EXPECT_EQ(d.component, "pdu/pdu-r3-a") << d.summary;
+  EXPECT_EQ(d.fault_class, FaultClass::kVoltageOutOfRange);
+}
+
+TEST_F(PeerAnalyzerTest, RackWithThermalEvidenceNamesItsLoopAndWithLinkEvidenceItsLeaf) {
+  topo = HallTopology();
+  stream.slowdown = [](const std::string& n, int step) { return n.rfind("r2-", 0) == 0 && step >= 10 ? 1.4 : 1.0; };
+  auto judge = [&](FaultClass fc, ComponentRef c) {
+    FleetAnalyzer a(topo);
+    a.Ingest(testing::DiagnosisEnvelope(*topo.FindNode("r2-n4"), 3, fc, c, StepTime(11)));
+    const auto out = Feed(a, stream, 0, 30);
+    return out.empty() ? std::string("none") : out.back().component;
+  };
+  // The loop is shared with r3 and the rack has two PDUs: the evidence decides.
+  EXPECT_EQ(judge(FaultClass::kCoolingDegraded, {ComponentType::kCoolant, "supply", {}}), "cooling_loop/loop-1");
+  EXPECT_EQ(judge(FaultClass::kIbLinkErrors, {ComponentType::kIb, "mlx5_0/1", {}}), "switch/leaf-r2");
+}
+
+TEST_F(PeerAnalyzerTest, StragglerOnALoopWithAnUnrelatedHotGpuElsewhereIsStillNamed) {
+  // r2-n1's GPU 6 throttles (its own cold plate); r2-n3, on the same loop, has a hot GPU 2
+  // of its own but runs at speed. Two hot GPUs are not a loop fault.
+  stream.slowdown = [](const std::string& n, int step) { return n == "r2-n1" && step >= 20 ? 1.25 : 1.0; };
+  stream.clock = [](const std::string& n, int gpu, int step) {
+    return n == "r2-n1" && gpu == 6 && step >= 20 ? 1050.0 : 1410.0;
+  };
+  FleetAnalyzer a(topo);
+  a.Ingest(
+      testing::DiagnosisEnvelope(*topo.FindNode("r2-n1"), 5, FaultClass::kGpuThermal, GpuComponent("6"), StepTime(21)));
+  a.Ingest(
+      testing::DiagnosisEnvelope(*topo.FindNode("r2-n3"), 9, FaultClass::kGpuThermal, GpuComponent("2"), StepTime(15)));
+  EXPECT_EQ(Causes(Feed(a, stream, 0, 40)), (std::set<std::string>{"straggler:node/r2-n1/gpu/6"}));
+}
+
+TEST_F(PeerAnalyzerTest, StragglerInARackHalfSlowedByItsPduIsStillNamed) {
+  topo = HallTopology();
+  // PDU r3-a sags: its three nodes slow and say why. r3-n4 (on PDU b) is slow for its own
+  // reason: the PDU's nodes are the PDU's, not the rack's, and r3-n4 is alone.
+  stream.slowdown = [](const std::string& n, int step) {
+    const bool on_pdu = n == "r3-n0" || n == "r3-n1" || n == "r3-n2";
+    return (on_pdu || n == "r3-n4") && step >= 10 ? 1.4 : 1.0;
+  };
+  FleetAnalyzer a(topo);
+  for (const char* n : {"r3-n0", "r3-n1", "r3-n2"}) {
+    a.Ingest(testing::DiagnosisEnvelope(*topo.FindNode(n), 3, FaultClass::kVoltageOutOfRange,
+                                        {ComponentType::kPsu, "PSU1", {}}, StepTime(9)));
+  }
+  EXPECT_EQ(Causes(Feed(a, stream, 0, 30)), (std::set<std::string>{"pdu:pdu/pdu-r3-a", "straggler:node/r3-n4"}));
+}
+
+TEST_F(PeerAnalyzerTest, DriverErrorsOnARackDoNotExplainItsOneSlowNode) {
+  for (FleetNode& n : topo.nodes) {
+    if (n.rack == "r1") n.driver = "560.28";  // the roll-out
+  }
+  auto judge = [&](std::function<bool(const std::string&)> slow) {
+    stream.slowdown = [slow](const std::string& n, int step) { return slow(n) && step >= 10 ? 1.4 : 1.0; };
+    FleetAnalyzer a(topo);
+    for (int k = 0; k < 4; ++k) {
+      a.Ingest(testing::DiagnosisEnvelope(*topo.FindNode("r1-n" + std::to_string(k)), 2, FaultClass::kDriverFault,
+                                          HostComponent(), StepTime(5)));
+    }
+    return Causes(Feed(a, stream, 0, 30));
+  };
+  // The roll-out logs errors everywhere but slows nobody: r1-n2 is its own straggler.
+  EXPECT_EQ(judge([](const std::string& n) { return n == "r1-n2"; }),
+            (std::set<std::string>{"driver:driver/560.28", "straggler:node/r1-n2"}));
+  // The roll-out slows its whole rack: one driver diagnosis, nothing else.
+  EXPECT_EQ(judge([](const std::string& n) { return n.rfind("r1-", 0) == 0; }),
+            (std::set<std::string>{"driver:driver/560.28"}));
 }
 
 TEST_F(PeerAnalyzerTest, ThroughputSeriesAreJudgedToo) {

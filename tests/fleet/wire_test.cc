@@ -26,7 +26,7 @@ Observation FullObservation(int i) {
   o.code = -42 - i;
   o.text = "line one\nline two\ttabbed \\ backslash \\t literal";
   o.source = Source::kNvml;
-  o.raw = std::string("raw\r\n\x01\x1e\x1f\x7f end", 16);
+  o.raw = std::string("raw\r\n\x01\x1e\x1f\x7f\0 end", 14);  // with a NUL byte
   o.attrs = {{"job", "train-7"},
              {"rank", "3"},
              {"k=v;x",
@@ -348,9 +348,232 @@ TEST(FleetWire, FuzzSeedsDecode) {
   EXPECT_EQ(b->observations[1].raw, "raw\x01");
   EXPECT_EQ(b->observations[1].component.keys.at("uuid"), "GPU-1");
   EXPECT_EQ(b->observations[0].attrs.at("rank"), "3");
+  // A header in another JSON spelling (unknown key, escapes, spaces) reads the same.
+  auto h = Decode(ReadSeed("obs_json_header.txt"));
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  EXPECT_EQ(h->place.site, "dc-1");
+  EXPECT_EQ(h->kind, RecordKind::kObservations);
+  ASSERT_EQ(h->observations.size(), 1u);
+  EXPECT_EQ(h->observations[0].attrs.at("job"), "train-1");
   auto d = Decode(ReadSeed("diagnosis.txt"));
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(d->diagnosis->fault_class, FaultClass::kPowerSupply);
+}
+
+}  // namespace
+}  // namespace faultline::fleet
+
+// The header is read by a fast reader for the form Encode writes and by the general JSON
+// path for anything else; these pin that both give the same answers (docs/fleet.md).
+namespace faultline::fleet {
+namespace {
+
+// A one-observation batch message whose header line is `header`.
+std::string WithHeader(const std::string& header) {
+  const std::string bytes = Encode(Batch(1));
+  return header + bytes.substr(bytes.find('\n'));
+}
+
+constexpr const char* kCanonical =
+    R"({"kind":"obs","msg_id":"m/obs/1","n":1,"node":"gpu-node-0","rack":"r12","row_id":0,"sent_ns":-5,"site":"dc-1","v":1})";
+
+TEST(FleetWireHeader, EveryJsonSpellingOfAHeaderDecodesAlike) {
+  auto want = Decode(WithHeader(kCanonical));
+  ASSERT_TRUE(want.ok()) << want.status().ToString();
+  EXPECT_EQ(want->sent_ns, -5);
+  EXPECT_EQ(want->msg_id, "m/obs/1");
+  EXPECT_EQ(want->place, (NodePlace{.site = "dc-1", .rack = "r12", .node = "gpu-node-0"}));
+  const std::vector<std::string> same = {
+      // other key order, JSON whitespace around every token
+      " \t{ \"v\" : 1 ,\r\"n\":1,\"node\":\"gpu-node-0\",\"rack\":\"r12\",\"site\":\"dc-1\",\"kind\":\"obs\","
+      "\"msg_id\":\"m/obs/1\",\"sent_ns\":-5,\"row_id\":0 } ",
+      // unknown keys of every JSON type are ignored
+      R"({"v":1,"x":{"a":[1,2.5,null,true]},"y":1e300,"z":"\u00e9","kind":"obs","site":"dc-1","rack":"r12",)"
+      R"("node":"gpu-node-0","msg_id":"m/obs/1","sent_ns":-5,"row_id":0,"n":1})",
+      // escapes in the known strings
+      R"({"v":1,"kind":"o\u0062s","site":"dc\u002d1","rack":"r12","node":"gpu-node-0","msg_id":"m\/obs\/1",)"
+      R"("sent_ns":-5,"row_id":0,"n":1})",
+  };
+  for (size_t i = 0; i < same.size(); ++i) {
+    auto got = Decode(WithHeader(same[i]));
+    ASSERT_TRUE(got.ok()) << "case " << i << ": " << got.status().ToString();
+    EXPECT_EQ(*got, *want) << "case " << i;
+  }
+  // Non-ASCII and DEL are ordinary string bytes.
+  auto utf8 = Decode(WithHeader(R"({"v":1,"kind":"obs","site":"dc-ü","rack":"r)"
+                                "\x7f"
+                                R"(","node":"gpu-node-0","msg_id":"m/obs/1","sent_ns":-5,"row_id":0,"n":1})"));
+  ASSERT_TRUE(utf8.ok()) << utf8.status().ToString();
+  EXPECT_EQ(utf8->place.site, "dc-ü");
+  EXPECT_EQ(utf8->place.rack, "r\x7f");
+}
+
+TEST(FleetWireHeader, ExtremeIntegersAreReadExactly) {
+  const std::string h =
+      R"({"v":1,"kind":"obs","site":"s","rack":"r","node":"n","msg_id":"m","sent_ns":-9223372036854775808,)"
+      R"("row_id":9223372036854775807,"n":1})";
+  auto got = Decode(WithHeader(h));
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->sent_ns, std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(got->row_id, std::numeric_limits<int64_t>::max());
+}
+
+TEST(FleetWireHeader, BadHeadersAreRefusedWithTheirReason) {
+  const auto h = [](std::string_view from, std::string_view to) {
+    std::string s = kCanonical;
+    const size_t at = s.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) s.replace(at, from.size(), to);
+    return s;
+  };
+  struct Case {
+    std::string header;
+    StatusCode code;
+  };
+  const std::vector<Case> cases = {
+      {h("\"v\":1", "\"v\":2"), StatusCode::kUnsupported},
+      {h("\"v\":1", "\"v\":-1"), StatusCode::kUnsupported},
+      {h("\"v\":1", "\"v\":1.0"), StatusCode::kCorrupt},  // not an integer
+      {h("\"v\":1", "\"v\":1e0"), StatusCode::kCorrupt},
+      {h("\"v\":1", "\"v\":01"), StatusCode::kCorrupt},  // not JSON
+      {h("\"v\":1", "\"v\":+1"), StatusCode::kCorrupt},
+      {h("\"v\":1", "\"v\":true"), StatusCode::kCorrupt},
+      {h("\"v\":1", "\"w\":1"), StatusCode::kCorrupt},           // v missing
+      {h("\"n\":1", "\"n\":-1"), StatusCode::kInvalidArgument},  // a count no batch can have
+      {h("\"n\":1", "\"n\":20001"), StatusCode::kInvalidArgument},
+      {h("\"n\":1", "\"n\":2"), StatusCode::kCorrupt},  // fewer lines than announced
+      {h("\"n\":1", "\"n\":\"1\""), StatusCode::kCorrupt},
+      {h("\"sent_ns\":-5", "\"sent_ns\":99999999999999999999999"), StatusCode::kCorrupt},  // no integer fits
+      {h("\"sent_ns\":-5", "\"sent_ns\":-"), StatusCode::kCorrupt},
+      {h("\"site\":\"dc-1\"", "\"site\":null"), StatusCode::kCorrupt},
+      {h("\"site\":\"dc-1\"", "\"site\":\"dc\t1\""), StatusCode::kCorrupt},   // bare control byte
+      {h("\"site\":\"dc-1\"", "\"site\":\"dc\\q1\""), StatusCode::kCorrupt},  // bad escape
+      {h("\"site\":\"dc-1\"", "\"site\":\"dc\xff\""), StatusCode::kCorrupt},  // not UTF-8
+      {h("\"site\":\"dc-1\"", std::string("\"site\":\"dc\0\"", 11)), StatusCode::kCorrupt},
+      {h("\"site\":\"dc-1\"", "\"site\":\"dc-1"), StatusCode::kCorrupt},  // unterminated
+      {h("\"kind\":\"obs\"", "\"kind\":\"OBS\""), StatusCode::kCorrupt},
+      {h("\"kind\":\"obs\",", ""), StatusCode::kCorrupt},
+      {h(",\"v\":1}", ",\"v\":1}}"), StatusCode::kCorrupt},
+      {h(",\"v\":1}", ",\"v\":1,}"), StatusCode::kCorrupt},
+      {h(",\"v\":1}", ",\"v\":1} x"), StatusCode::kCorrupt},
+      {h("{", "[{"), StatusCode::kCorrupt},
+      {h("\"rack\":\"r12\"", "\"rack\"\"r12\""), StatusCode::kCorrupt},
+      {h("\"rack\":\"r12\"", "\"rack\":\"" + std::string(70000, 'r') + "\""), StatusCode::kInvalidArgument},
+      {h("\"rack\":\"r12\"", "\"" + std::string(70000, 'k') + "\":0,\"rack\":\"r12\""), StatusCode::kInvalidArgument},
+      {h("\"rack\":\"r12\"", "\"x\":" + std::string(100, '[') + std::string(100, ']') + ",\"rack\":\"r12\""),
+       StatusCode::kInvalidArgument},  // nested too deeply
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    auto got = Decode(WithHeader(cases[i].header));
+    ASSERT_FALSE(got.ok()) << "case " << i;
+    EXPECT_EQ(got.status().code(), cases[i].code) << "case " << i << ": " << got.status().ToString();
+  }
+}
+
+// The line scanner looks at eight bytes at a time: every byte that matters (escape, tab,
+// newline, map separators, bytes next to the 0x20 and 0x80 edges) must be seen at every
+// offset within a word, in strings and in map entries.
+TEST(FleetWireScan, EveryByteRoundTripsAtEveryOffset) {
+  const std::string bytes = {'\\', '\t',   '\n',   '\r',   '\x1e', '\x1f', '\x00', '\x01',
+                             ' ',  '\x7f', '\x80', '\xff', '[',    '\\',   ']'};
+  for (size_t len = 0; len <= 19; ++len) {
+    for (size_t at = 0; at <= len; ++at) {
+      for (char b : bytes) {
+        std::string s(len, 'a');
+        s.insert(s.begin() + static_cast<std::ptrdiff_t>(at), b);
+        Envelope e = Batch(2);
+        e.observations[0].text = s;
+        e.observations[0].attrs = {{s, s}, {"z", s}};
+        e.observations[1].component.name = s;
+        auto d = Decode(Encode(e));
+        ASSERT_TRUE(d.ok()) << len << "/" << at << "/" << int(b) << ": " << d.status().ToString();
+        ASSERT_EQ(*d, e) << len << "/" << at << "/" << int(b);
+      }
+    }
+  }
+}
+
+TEST(FleetWireScan, ABareControlByteIsRefusedAtEveryOffset) {
+  const std::string good = Encode(Batch(1));
+  const size_t text = good.find("line one");
+  ASSERT_NE(text, std::string::npos);
+  for (char b : {'\x00', '\x02', '\x1b', '\x1e', '\x1f'}) {
+    for (size_t at = text; at < text + 16; ++at) {
+      std::string bad = good;
+      bad.insert(bad.begin() + static_cast<std::ptrdiff_t>(at), b);
+      auto got = Decode(bad);
+      ASSERT_FALSE(got.ok()) << int(b) << " at " << at;
+      EXPECT_EQ(got.status().code(), StatusCode::kCorrupt);
+    }
+  }
+  // A map entry with a bare control byte inside a key.
+  const size_t keys = good.find("bdf");
+  ASSERT_NE(keys, std::string::npos);
+  std::string bad = good;
+  bad.insert(keys + 1, 1, '\x03');
+  EXPECT_FALSE(Decode(bad).ok());
+}
+
+// Encode writes plain headers itself and others with the JSON library: the header line is
+// the JSON library's text for the same object either way.
+TEST(FleetWireHeader, EncodedHeaderIsTheJsonOfItsFields) {
+  const std::vector<NodePlace> places = {
+      {.site = "dc-1", .rack = "r12", .node = "gpu-node-0"},
+      {.site = "", .rack = "", .node = ""},
+      {.site = "dc \"1\"", .rack = "r\\12", .node = "gpu\tnode"},
+      {.site = "dc-ü", .rack = "r\x7f", .node = std::string("n\xff", 2)},
+  };
+  for (const NodePlace& place : places) {
+    for (RecordKind kind : {RecordKind::kObservations, RecordKind::kAction}) {
+      Envelope e;
+      e.kind = kind;
+      e.place = place;
+      e.msg_id = place.node + "/x/1-2@5f";
+      e.sent_ns = std::numeric_limits<int64_t>::min();
+      e.row_id = std::numeric_limits<int64_t>::max();
+      const std::string bytes = Encode(e);
+      const Json want{
+          {"v", kWireVersion},    {"kind", ToString(kind)}, {"site", place.site},
+          {"rack", place.rack},   {"node", place.node},     {"msg_id", e.msg_id},
+          {"sent_ns", e.sent_ns}, {"row_id", e.row_id},     {"n", kind == RecordKind::kObservations ? 0 : 1}};
+      EXPECT_EQ(bytes.substr(0, bytes.find('\n')), want.dump(-1, ' ', false, Json::error_handler_t::replace))
+          << place.site;
+    }
+  }
+}
+
+TEST(FleetWireHeader, RepeatedKeysAreReadAsJsonReadsThem) {
+  // The general JSON reader keeps the last of repeated keys; whichever path reads the
+  // header, the answer is the same.
+  const std::string h =
+      R"({"v":1,"kind":"obs","site":"first","rack":"r","node":"n","msg_id":"m","sent_ns":0,"row_id":0,"n":1,)"
+      R"("site":"last"})";
+  auto got = Decode(WithHeader(h));
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->place.site, "last");
+}
+
+TEST(FleetWireHeader, AHeaderCutAnywhereIsRefused) {
+  const std::string bytes = Encode(Batch(2));
+  const size_t nl = bytes.find('\n');
+  for (size_t cut = 0; cut < nl; ++cut) {
+    auto got = Decode(bytes.substr(0, cut) + bytes.substr(nl));
+    EXPECT_FALSE(got.ok()) << "cut " << cut;
+  }
+  EXPECT_TRUE(Decode(bytes).ok());
+}
+
+TEST(FleetWireHeader, RecordEnvelopesKeepTheirHeader) {
+  Envelope e;
+  e.kind = RecordKind::kAction;
+  e.place = {.site = "s", .rack = "r", .node = "n"};
+  e.msg_id = "n/action/9";
+  e.row_id = 9;
+  e.sent_ns = 1'760'000'000'000'000'123;
+  e.action = ActionRecord{.time_ns = 5, .node = "n", .action = Action::kDrain, .outcome = "ok"};
+  auto got = Decode(Encode(e));
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(*got, e);
 }
 
 }  // namespace
