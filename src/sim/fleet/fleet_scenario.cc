@@ -13,6 +13,7 @@
 #include <unordered_set>
 
 #include "sim/mock_bmc/yaml_json.h"
+#include "sim/node/scenario_fields.h"
 
 namespace faultline::sim {
 namespace {
@@ -41,64 +42,19 @@ constexpr std::array<KindName, 8> kKinds{{
     {FleetFaultKind::kLoopDegrade, "loop_degrade"},
 }};
 
-Status Bad(const std::string& where, const std::string& why) {
-  return Status(StatusCode::kCorrupt, where + ": " + why);
-}
-
 #define FL_TRY(expr)                             \
   do {                                           \
     if (Status s_ = (expr); !s_.ok()) return s_; \
   } while (0)
 
-Status CheckKeys(const Json& j, const std::string& where, std::initializer_list<std::string_view> allowed) {
-  if (!j.is_object()) return Bad(where, "expected a mapping");
-  for (const auto& item : j.items()) {
-    if (std::find(allowed.begin(), allowed.end(), item.key()) == allowed.end()) {
-      return Bad(where, "unknown key '" + item.key() + "'");
-    }
-  }
-  return Status::Ok();
-}
-
-// Typed readers: an absent key keeps the default; wrong types and ranges are errors.
-Status ReadNumber(const Json& j, const char* key, const std::string& where, double lo, double hi, double& out) {
-  auto it = j.find(key);
-  if (it == j.end()) return Status::Ok();
-  if (!it->is_number() || !std::isfinite(it->get<double>())) return Bad(where + "." + key, "expected a number");
-  const double v = it->get<double>();
-  if (v < lo || v > hi) {
-    std::ostringstream os;
-    os << "out of range [" << lo << ", " << hi << "]";
-    return Bad(where + "." + key, os.str());
-  }
-  out = v;
-  return Status::Ok();
-}
-
-Status ReadInt(const Json& j, const char* key, const std::string& where, int lo, int hi, int& out) {
-  double v = out;
-  FL_TRY(ReadNumber(j, key, where, lo, hi, v));
-  if (j.contains(key) && v != std::floor(v)) return Bad(where + "." + key, "expected an integer");
-  out = static_cast<int>(v);
-  return Status::Ok();
-}
-
-Status ReadBool(const Json& j, const char* key, const std::string& where, bool& out) {
-  auto it = j.find(key);
-  if (it == j.end()) return Status::Ok();
-  if (!it->is_boolean()) return Bad(where + "." + key, "expected true or false");
-  out = it->get<bool>();
-  return Status::Ok();
-}
-
 // Names go into NATS subjects, component ids and reports: printable, no spaces or
 // control bytes, bounded.
 Status CheckName(const std::string& where, const std::string& s) {
-  if (s.empty()) return Bad(where, "empty name");
-  if (s.size() > kMaxFleetNameBytes) return Bad(where, "longer than " + std::to_string(kMaxFleetNameBytes) + " bytes");
+  if (s.empty()) return ScenarioError(where, "empty name");
+  if (s.size() > kMaxFleetNameBytes) return ScenarioError(where, "longer than " + std::to_string(kMaxFleetNameBytes) + " bytes");
   for (unsigned char c : s) {
     if (c <= 0x20 || c >= 0x7f || c == '/' || c == '*' || c == '>') {
-      return Bad(where, "not a plain name (letters, digits and punctuation other than / * >)");
+      return ScenarioError(where, "not a plain name (letters, digits and punctuation other than / * >)");
     }
   }
   return Status::Ok();
@@ -107,7 +63,7 @@ Status CheckName(const std::string& where, const std::string& s) {
 Status ReadName(const Json& j, const char* key, const std::string& where, std::string& out) {
   auto it = j.find(key);
   if (it == j.end()) return Status::Ok();
-  if (!it->is_string()) return Bad(where + "." + key, "expected a string");
+  if (!it->is_string()) return ScenarioError(where + "." + key, "expected a string");
   out = it->get<std::string>();
   return CheckName(where + "." + key, out);
 }
@@ -115,9 +71,9 @@ Status ReadName(const Json& j, const char* key, const std::string& where, std::s
 Status ReadText(const Json& j, const char* key, const std::string& where, size_t max, std::string& out) {
   auto it = j.find(key);
   if (it == j.end()) return Status::Ok();
-  if (!it->is_string()) return Bad(where + "." + key, "expected a string");
+  if (!it->is_string()) return ScenarioError(where + "." + key, "expected a string");
   out = it->get<std::string>();
-  if (out.size() > max) return Bad(where + "." + key, "longer than " + std::to_string(max) + " bytes");
+  if (out.size() > max) return ScenarioError(where + "." + key, "longer than " + std::to_string(max) + " bytes");
   return Status::Ok();
 }
 
@@ -125,12 +81,12 @@ Status ReadNameList(const Json& j, const char* key, const std::string& where, si
                     std::vector<std::string>& out) {
   auto it = j.find(key);
   if (it == j.end()) return Status::Ok();
-  if (!it->is_array()) return Bad(where + "." + key, "expected a list of names");
-  if (it->size() > max) return Bad(where + "." + key, "more than " + std::to_string(max) + " entries");
+  if (!it->is_array()) return ScenarioError(where + "." + key, "expected a list of names");
+  if (it->size() > max) return ScenarioError(where + "." + key, "more than " + std::to_string(max) + " entries");
   for (size_t i = 0; i < it->size(); ++i) {
     const Json& v = (*it)[i];
     const std::string w = where + "." + key + "[" + std::to_string(i) + "]";
-    if (!v.is_string()) return Bad(w, "expected a string");
+    if (!v.is_string()) return ScenarioError(w, "expected a string");
     out.push_back(v.get<std::string>());
     FL_TRY(CheckName(w, out.back()));
   }
@@ -215,7 +171,7 @@ Status GenerateNodes(const FleetShape& s, fleet::FleetTopology& t) {
 }
 
 Status ParseExplicitNodes(const Json& list, const std::string& driver, fleet::FleetTopology& t) {
-  if (!list.is_array() || list.empty()) return Bad("fleet.nodes", "expected a non-empty list");
+  if (!list.is_array() || list.empty()) return ScenarioError("fleet.nodes", "expected a non-empty list");
   if (list.size() > kMaxFleetNodes) {
     return Status(StatusCode::kInvalidArgument, "fleet.nodes: more than " + std::to_string(kMaxFleetNodes));
   }
@@ -227,14 +183,14 @@ Status ParseExplicitNodes(const Json& list, const std::string& driver, fleet::Fl
     FleetNode n;
     n.driver = driver;
     FL_TRY(ReadName(j, "name", w, n.name));
-    if (n.name.empty()) return Bad(w + ".name", "required");
+    if (n.name.empty()) return ScenarioError(w + ".name", "required");
     FL_TRY(ReadName(j, "rack", w, n.rack));
     FL_TRY(ReadName(j, "pdu", w, n.pdu));
     FL_TRY(ReadName(j, "feed", w, n.feed));
     FL_TRY(ReadName(j, "cooling_loop", w, n.cooling_loop));
     FL_TRY(ReadName(j, "leaf_switch", w, n.leaf_switch));
     FL_TRY(ReadName(j, "driver", w, n.driver));
-    if (!seen.insert(n.name).second) return Bad(w + ".name", "duplicate node '" + n.name + "'");
+    if (!seen.insert(n.name).second) return ScenarioError(w + ".name", "duplicate node '" + n.name + "'");
     t.nodes.push_back(std::move(n));
   }
   return Status::Ok();
@@ -248,22 +204,22 @@ Status ParseCableEnd(const Json& j, const std::string& w, const Index& ix, Cable
   FL_TRY(ReadName(j, "device", w, e.device));
   FL_TRY(ReadName(j, "switch", w, e.switch_name));
   FL_TRY(ReadName(j, "switch_port", w, e.switch_port));
-  if (e.node.empty() == e.switch_name.empty()) return Bad(w, "one of 'node' or 'switch' is required");
+  if (e.node.empty() == e.switch_name.empty()) return ScenarioError(w, "one of 'node' or 'switch' is required");
   if (!e.node.empty()) {
-    if (!ix.node.contains(e.node)) return Bad(w + ".node", "no such node '" + e.node + "'");
-    if (j.contains("switch_port")) return Bad(w + ".switch_port", "only for a switch end");
+    if (!ix.node.contains(e.node)) return ScenarioError(w + ".node", "no such node '" + e.node + "'");
+    if (j.contains("switch_port")) return ScenarioError(w + ".switch_port", "only for a switch end");
     if (e.device.empty()) e.device = "mlx5_0";
     FL_TRY(ReadInt(j, "port", w, 1, 64, e.port));
   } else {
-    if (j.contains("device")) return Bad(w + ".device", "only for a node end");
-    if (j.contains("port")) return Bad(w + ".port", "a switch end names its port with 'switch_port'");
+    if (j.contains("device")) return ScenarioError(w + ".device", "only for a node end");
+    if (j.contains("port")) return ScenarioError(w + ".port", "a switch end names its port with 'switch_port'");
     e.port = 0;
   }
   return Status::Ok();
 }
 
 Status ParseCables(const Json& list, fleet::FleetTopology& t) {
-  if (!list.is_array()) return Bad("fleet.cables", "expected a list");
+  if (!list.is_array()) return ScenarioError("fleet.cables", "expected a list");
   if (list.size() + t.cables.size() > kMaxFleetCables) {
     return Status(StatusCode::kInvalidArgument, "fleet.cables: more than " + std::to_string(kMaxFleetCables));
   }
@@ -274,9 +230,9 @@ Status ParseCables(const Json& list, fleet::FleetTopology& t) {
     FL_TRY(CheckKeys(j, w, {"id", "a", "b"}));
     Cable c;
     FL_TRY(ReadName(j, "id", w, c.id));
-    if (c.id.empty()) return Bad(w + ".id", "required");
-    if (!ix.cables.insert(c.id).second) return Bad(w + ".id", "duplicate cable '" + c.id + "'");
-    if (!j.contains("a") || !j.contains("b")) return Bad(w, "both ends 'a' and 'b' are required");
+    if (c.id.empty()) return ScenarioError(w + ".id", "required");
+    if (!ix.cables.insert(c.id).second) return ScenarioError(w + ".id", "duplicate cable '" + c.id + "'");
+    if (!j.contains("a") || !j.contains("b")) return ScenarioError(w, "both ends 'a' and 'b' are required");
     FL_TRY(ParseCableEnd(j["a"], w + ".a", ix, c.a));
     FL_TRY(ParseCableEnd(j["b"], w + ".b", ix, c.b));
     t.cables.push_back(std::move(c));
@@ -301,7 +257,7 @@ Status ParseFleet(const Json& j, FleetScenario& sc) {
   FL_TRY(ReadBool(j, "leaf_cables", w, s.leaf_cables));
   if (j.contains("nodes")) {
     for (const char* k : {"racks", "nodes_per_rack", "pdus_per_rack", "racks_per_loop", "racks_per_leaf"}) {
-      if (j.contains(k)) return Bad(w + "." + k, "not with an explicit 'nodes' list");
+      if (j.contains(k)) return ScenarioError(w + "." + k, "not with an explicit 'nodes' list");
     }
     FL_TRY(ParseExplicitNodes(j["nodes"], s.driver, sc.topology));
   } else {
@@ -349,20 +305,20 @@ Status ResolveNodes(const Json& j, const std::string& w, const FleetScenario& sc
                     std::vector<std::string>& out) {
   const int ways = static_cast<int>(j.contains("nodes")) + static_cast<int>(j.contains("racks")) +
                    static_cast<int>(j.contains("first") || j.contains("count"));
-  if (ways != 1) return Bad(w, "name the nodes with exactly one of 'nodes', 'racks', or 'first' + 'count'");
+  if (ways != 1) return ScenarioError(w, "name the nodes with exactly one of 'nodes', 'racks', or 'first' + 'count'");
   if (j.contains("nodes")) {
     FL_TRY(ReadNameList(j, "nodes", w, kMaxFleetNodes, out));
     std::unordered_set<std::string> seen;
     for (size_t i = 0; i < out.size(); ++i) {
       if (!ix.node.contains(out[i]))
-        return Bad(w + ".nodes[" + std::to_string(i) + "]", "no such node '" + out[i] + "'");
-      if (!seen.insert(out[i]).second) return Bad(w + ".nodes[" + std::to_string(i) + "]", "listed twice");
+        return ScenarioError(w + ".nodes[" + std::to_string(i) + "]", "no such node '" + out[i] + "'");
+      if (!seen.insert(out[i]).second) return ScenarioError(w + ".nodes[" + std::to_string(i) + "]", "listed twice");
     }
   } else if (j.contains("racks")) {
     std::vector<std::string> racks;
     FL_TRY(ReadNameList(j, "racks", w, 10000, racks));
     for (size_t i = 0; i < racks.size(); ++i) {
-      if (!ix.racks.contains(racks[i])) return Bad(w + ".racks[" + std::to_string(i) + "]", "no such rack");
+      if (!ix.racks.contains(racks[i])) return ScenarioError(w + ".racks[" + std::to_string(i) + "]", "no such rack");
     }
     const std::set<std::string> want(racks.begin(), racks.end());
     for (const FleetNode& n : sc.topology.nodes) {
@@ -372,17 +328,17 @@ Status ResolveNodes(const Json& j, const std::string& w, const FleetScenario& sc
     int first = 0, count = 0;
     const int total = static_cast<int>(sc.topology.nodes.size());
     FL_TRY(ReadInt(j, "first", w, 0, total - 1, first));
-    if (!j.contains("count")) return Bad(w + ".count", "required with 'first'");
+    if (!j.contains("count")) return ScenarioError(w + ".count", "required with 'first'");
     FL_TRY(ReadInt(j, "count", w, 1, total, count));
-    if (first + count > total) return Bad(w + ".count", "runs past the fleet's " + std::to_string(total) + " nodes");
+    if (first + count > total) return ScenarioError(w + ".count", "runs past the fleet's " + std::to_string(total) + " nodes");
     for (int i = first; i < first + count; ++i) out.push_back(sc.topology.nodes[static_cast<size_t>(i)].name);
   }
-  if (out.empty()) return Bad(w, "names no node");
+  if (out.empty()) return ScenarioError(w, "names no node");
   return Status::Ok();
 }
 
 Status ParseJobs(const Json& list, FleetScenario& sc, const Index& ix) {
-  if (!list.is_array()) return Bad("jobs", "expected a list");
+  if (!list.is_array()) return ScenarioError("jobs", "expected a list");
   if (list.size() > kMaxFleetJobs) return Status(StatusCode::kInvalidArgument, "jobs: too many");
   std::unordered_set<std::string> names;
   std::unordered_map<std::string, std::string> busy;  // node -> job: one job per node at a time
@@ -394,8 +350,8 @@ Status ParseJobs(const Json& list, FleetScenario& sc, const Index& ix) {
                       "checkpoint_steps", "checkpoint_factor", "samples_per_step", "start_s", "end_s"}));
     FleetJob job;
     FL_TRY(ReadName(j, "name", w, job.name));
-    if (job.name.empty()) return Bad(w + ".name", "required");
-    if (!names.insert(job.name).second) return Bad(w + ".name", "duplicate job '" + job.name + "'");
+    if (job.name.empty()) return ScenarioError(w + ".name", "required");
+    if (!names.insert(job.name).second) return ScenarioError(w + ".name", "duplicate job '" + job.name + "'");
     FL_TRY(ResolveNodes(j, w, sc, ix, job.nodes));
     FL_TRY(ReadNumber(j, "step_s", w, 0.01, 3600, job.step_s));
     FL_TRY(ReadNumber(j, "noise", w, 0, 0.5, job.noise));
@@ -408,12 +364,12 @@ Status ParseJobs(const Json& list, FleetScenario& sc, const Index& ix) {
     double end = -1;
     FL_TRY(ReadNumber(j, "end_s", w, 0, kMaxDurationS, end));
     if (j.contains("end_s")) {
-      if (end <= job.start_s) return Bad(w + ".end_s", "not after start_s");
+      if (end <= job.start_s) return ScenarioError(w + ".end_s", "not after start_s");
       job.end_s = end;
     }
     for (const std::string& n : job.nodes) {
       auto [it, fresh] = busy.emplace(n, job.name);
-      if (!fresh) return Bad(w + ".nodes", "node '" + n + "' is already in job '" + it->second + "'");
+      if (!fresh) return ScenarioError(w + ".nodes", "node '" + n + "' is already in job '" + it->second + "'");
     }
     sc.jobs.push_back(std::move(job));
   }
@@ -442,9 +398,9 @@ FaultClass DefaultNodeClass(FleetFaultKind k) {
 
 Status ParseTarget(const Json& j, const char* key, const std::string& w, const std::set<std::string>& known,
                    const char* what, std::string& out) {
-  if (!j.contains(key)) return Bad(w + "." + key, "required");
+  if (!j.contains(key)) return ScenarioError(w + "." + key, "required");
   FL_TRY(ReadName(j, key, w, out));
-  if (!known.contains(out)) return Bad(w + "." + key, std::string("no such ") + what + " '" + out + "'");
+  if (!known.contains(out)) return ScenarioError(w + "." + key, std::string("no such ") + what + " '" + out + "'");
   return Status::Ok();
 }
 
@@ -452,38 +408,38 @@ Status ParseFault(const Json& j, const std::string& w, FleetScenario& sc, const 
   FL_TRY(CheckKeys(j, w, {"at",    "until", "ramp_s", "fault",    "value",   "node",     "gpu",
                           "cable", "pdu",   "feed",   "switch",   "loop",    "driver",   "nodes",
                           "racks", "first", "count",  "fraction", "every_s", "slowdown", "node_class"}));
-  if (!j.contains("fault") || !j["fault"].is_string()) return Bad(w + ".fault", "required (a fault kind)");
+  if (!j.contains("fault") || !j["fault"].is_string()) return ScenarioError(w + ".fault", "required (a fault kind)");
   auto kind = ParseFleetFaultKind(j["fault"].get<std::string>());
-  if (!kind) return Bad(w + ".fault", "unknown fault kind '" + j["fault"].get<std::string>() + "'");
+  if (!kind) return ScenarioError(w + ".fault", "unknown fault kind '" + j["fault"].get<std::string>() + "'");
   f.kind = *kind;
-  if (!j.contains("at")) return Bad(w + ".at", "required");
+  if (!j.contains("at")) return ScenarioError(w + ".at", "required");
   FL_TRY(ReadNumber(j, "at", w, 0, kMaxDurationS, f.at));
   double until = -1;
   FL_TRY(ReadNumber(j, "until", w, 0, kMaxDurationS, until));
   if (j.contains("until")) {
-    if (until <= f.at) return Bad(w + ".until", "not after 'at'");
+    if (until <= f.at) return ScenarioError(w + ".until", "not after 'at'");
     f.until = until;
   }
   FL_TRY(ReadNumber(j, "ramp_s", w, 0, kMaxDurationS, f.ramp_s));
   const bool needs_value = f.kind != FleetFaultKind::kDriverRollout;
-  if (needs_value && !j.contains("value")) return Bad(w + ".value", "required");
+  if (needs_value && !j.contains("value")) return ScenarioError(w + ".value", "required");
   switch (f.kind) {
     case FleetFaultKind::kStragglerGpu:
       f.gpu = 0;
-      if (!j.contains("gpu")) return Bad(w + ".gpu", "required");
+      if (!j.contains("gpu")) return ScenarioError(w + ".gpu", "required");
       FL_TRY(ReadInt(j, "gpu", w, 0, sc.node.gpus - 1, f.gpu));
       FL_TRY(ReadNumber(j, "value", w, 0, 100, f.value));
       [[fallthrough]];
     case FleetFaultKind::kNodeSlow:
-      if (!j.contains("node")) return Bad(w + ".node", "required");
+      if (!j.contains("node")) return ScenarioError(w + ".node", "required");
       FL_TRY(ReadName(j, "node", w, f.node));
-      if (!ix.node.contains(f.node)) return Bad(w + ".node", "no such node '" + f.node + "'");
+      if (!ix.node.contains(f.node)) return ScenarioError(w + ".node", "no such node '" + f.node + "'");
       if (f.kind == FleetFaultKind::kNodeSlow) FL_TRY(ReadNumber(j, "value", w, 1, 100, f.value));
       break;
     case FleetFaultKind::kCableErrors: {
-      if (!j.contains("cable")) return Bad(w + ".cable", "required");
+      if (!j.contains("cable")) return ScenarioError(w + ".cable", "required");
       FL_TRY(ReadName(j, "cable", w, f.target));
-      if (!ix.cables.contains(f.target)) return Bad(w + ".cable", "no such cable '" + f.target + "'");
+      if (!ix.cables.contains(f.target)) return ScenarioError(w + ".cable", "no such cable '" + f.target + "'");
       FL_TRY(ReadNumber(j, "value", w, 0.01, 1e6, f.value));
       break;
     }
@@ -505,7 +461,7 @@ Status ParseFault(const Json& j, const std::string& w, FleetScenario& sc, const 
       FL_TRY(ReadNumber(j, "value", w, 0, 80, f.value));
       break;
     case FleetFaultKind::kDriverRollout:
-      if (!j.contains("driver")) return Bad(w + ".driver", "required (the new version)");
+      if (!j.contains("driver")) return ScenarioError(w + ".driver", "required (the new version)");
       FL_TRY(ReadName(j, "driver", w, f.target));
       FL_TRY(ResolveNodes(j, w, sc, ix, f.nodes));
       FL_TRY(ReadNumber(j, "every_s", w, 0, 86400, f.every_s));
@@ -514,7 +470,7 @@ Status ParseFault(const Json& j, const std::string& w, FleetScenario& sc, const 
   }
   // Parameters a kind does not take are mistakes, not decoration.
   auto unused = [&](const char* key, bool used) -> Status {
-    return j.contains(key) && !used ? Bad(w + "." + key, "not a parameter of " + std::string(ToString(f.kind)))
+    return j.contains(key) && !used ? ScenarioError(w + "." + key, "not a parameter of " + std::string(ToString(f.kind)))
                                     : Status::Ok();
   };
   const FleetFaultKind k = f.kind;
@@ -536,9 +492,9 @@ Status ParseFault(const Json& j, const std::string& w, FleetScenario& sc, const 
                               k == FleetFaultKind::kLoopDegrade || k == FleetFaultKind::kStragglerGpu ||
                               k == FleetFaultKind::kNodeSlow));
   if (j.contains("node_class")) {
-    if (!j["node_class"].is_string()) return Bad(w + ".node_class", "expected a fault class");
+    if (!j["node_class"].is_string()) return ScenarioError(w + ".node_class", "expected a fault class");
     auto c = ParseFaultClass(j["node_class"].get<std::string>());
-    if (!c) return Bad(w + ".node_class", "unknown fault class");
+    if (!c) return ScenarioError(w + ".node_class", "unknown fault class");
     f.node_class = *c;
   }
   if (!f.node_class) f.node_class = DefaultNodeClass(f.kind);
@@ -546,12 +502,12 @@ Status ParseFault(const Json& j, const std::string& w, FleetScenario& sc, const 
 }
 
 Status ParseFaults(const Json& list, FleetScenario& sc, const Index& ix) {
-  if (!list.is_array()) return Bad("faults", "expected a list");
+  if (!list.is_array()) return ScenarioError("faults", "expected a list");
   if (list.size() > kMaxFleetFaults) return Status(StatusCode::kInvalidArgument, "faults: too many");
   for (size_t i = 0; i < list.size(); ++i) {
     FleetFault f;
     FL_TRY(ParseFault(list[i], "faults[" + std::to_string(i) + "]", sc, ix, f));
-    if (f.at > sc.duration_s) return Bad("faults[" + std::to_string(i) + "].at", "after the scenario's end");
+    if (f.at > sc.duration_s) return ScenarioError("faults[" + std::to_string(i) + "].at", "after the scenario's end");
     sc.faults.push_back(std::move(f));
   }
   std::stable_sort(sc.faults.begin(), sc.faults.end(),
@@ -569,16 +525,16 @@ Status ParseTruth(const Json& j, FleetScenario& sc, const Index& ix) {
   FL_TRY(CheckKeys(j, "truth", {"causes", "stragglers"}));
   if (j.contains("causes")) {
     const Json& list = j["causes"];
-    if (!list.is_array() || list.size() > kMaxFleetFaults) return Bad("truth.causes", "expected a list");
+    if (!list.is_array() || list.size() > kMaxFleetFaults) return ScenarioError("truth.causes", "expected a list");
     for (size_t i = 0; i < list.size(); ++i) {
       const std::string w = "truth.causes[" + std::to_string(i) + "]";
       const Json& c = list[i];
       FL_TRY(CheckKeys(c, w, {"cause", "component", "components", "nodes", "start_s"}));
       FleetTruthCause t;
       FL_TRY(ReadText(c, "cause", w, kMaxFleetNameBytes, t.cause));
-      if (t.cause.empty()) return Bad(w + ".cause", "required");
+      if (t.cause.empty()) return ScenarioError(w + ".cause", "required");
       if (c.contains("component") == c.contains("components")) {
-        return Bad(w, "exactly one of 'component' or 'components' is required");
+        return ScenarioError(w, "exactly one of 'component' or 'components' is required");
       }
       if (c.contains("component")) {
         std::string one;
@@ -586,17 +542,17 @@ Status ParseTruth(const Json& j, FleetScenario& sc, const Index& ix) {
         t.components.push_back(one);
       } else {
         auto it = c.find("components");
-        if (!it->is_array() || it->empty() || it->size() > 64) return Bad(w + ".components", "expected 1-64 ids");
+        if (!it->is_array() || it->empty() || it->size() > 64) return ScenarioError(w + ".components", "expected 1-64 ids");
         for (const Json& v : *it) {
           if (!v.is_string() || v.get<std::string>().size() > 2 * kMaxFleetNameBytes) {
-            return Bad(w + ".components", "expected component ids");
+            return ScenarioError(w + ".components", "expected component ids");
           }
           t.components.push_back(v.get<std::string>());
         }
       }
       FL_TRY(ReadNameList(c, "nodes", w, kMaxFleetNodes, t.nodes));
       for (size_t k = 0; k < t.nodes.size(); ++k) {
-        if (!ix.node.contains(t.nodes[k])) return Bad(w + ".nodes[" + std::to_string(k) + "]", "no such node");
+        if (!ix.node.contains(t.nodes[k])) return ScenarioError(w + ".nodes[" + std::to_string(k) + "]", "no such node");
       }
       std::sort(t.nodes.begin(), t.nodes.end());
       FL_TRY(ReadNumber(c, "start_s", w, 0, kMaxDurationS, t.start_s));
@@ -605,18 +561,18 @@ Status ParseTruth(const Json& j, FleetScenario& sc, const Index& ix) {
   }
   if (j.contains("stragglers")) {
     const Json& list = j["stragglers"];
-    if (!list.is_array() || list.size() > kMaxFleetNodes) return Bad("truth.stragglers", "expected a list");
+    if (!list.is_array() || list.size() > kMaxFleetNodes) return ScenarioError("truth.stragglers", "expected a list");
     for (size_t i = 0; i < list.size(); ++i) {
       const std::string w = "truth.stragglers[" + std::to_string(i) + "]";
       const Json& s = list[i];
       FL_TRY(CheckKeys(s, w, {"node", "gpu", "job", "start_s"}));
       FleetTruthStraggler t;
-      if (!s.contains("node")) return Bad(w + ".node", "required");
+      if (!s.contains("node")) return ScenarioError(w + ".node", "required");
       FL_TRY(ReadName(s, "node", w, t.node));
-      if (!ix.node.contains(t.node)) return Bad(w + ".node", "no such node '" + t.node + "'");
+      if (!ix.node.contains(t.node)) return ScenarioError(w + ".node", "no such node '" + t.node + "'");
       FL_TRY(ReadInt(s, "gpu", w, -1, sc.node.gpus - 1, t.gpu));
       FL_TRY(ReadName(s, "job", w, t.job));
-      if (!s.contains("start_s")) return Bad(w + ".start_s", "required");
+      if (!s.contains("start_s")) return ScenarioError(w + ".start_s", "required");
       FL_TRY(ReadNumber(s, "start_s", w, 0, kMaxDurationS, t.start_s));
       sc.truth.stragglers.push_back(std::move(t));
     }
@@ -628,14 +584,14 @@ Status ParseTop(const Json& j, FleetScenario& sc) {
   FL_TRY(CheckKeys(j, "scenario",
                    {"name", "description", "duration_s", "seed", "start_utc_s", "node", "noise", "agent", "fleet",
                     "jobs", "faults", "truth"}));
-  if (!j.contains("name") || !j["name"].is_string()) return Bad("scenario.name", "required");
+  if (!j.contains("name") || !j["name"].is_string()) return ScenarioError("scenario.name", "required");
   sc.name = j["name"].get<std::string>();
   FL_TRY(CheckScenarioName(sc.name));
   FL_TRY(ReadText(j, "description", "scenario", 4096, sc.description));
   FL_TRY(ReadNumber(j, "duration_s", "scenario", 1, kMaxDurationS, sc.duration_s));
   double seed = 1;
   FL_TRY(ReadNumber(j, "seed", "scenario", 0, 9e15, seed));
-  if (seed != std::floor(seed)) return Bad("scenario.seed", "expected an integer");
+  if (seed != std::floor(seed)) return ScenarioError("scenario.seed", "expected an integer");
   sc.seed = static_cast<uint64_t>(seed);
   double start = static_cast<double>(sc.start_ns / 1'000'000'000);
   FL_TRY(ReadNumber(j, "start_utc_s", "scenario", 0, 4e9, start));
@@ -647,13 +603,13 @@ Status ParseTop(const Json& j, FleetScenario& sc) {
     FL_TRY(ReadNumber(j["noise"], "power_noise_w", "noise", 0, 200, sc.power_noise_w));
   }
   if (j.contains("agent")) FL_TRY(ParseAgent(j["agent"], sc.agent));
-  if (!j.contains("fleet")) return Bad("scenario.fleet", "required");
+  if (!j.contains("fleet")) return ScenarioError("scenario.fleet", "required");
   FL_TRY(ParseFleet(j["fleet"], sc));
   for (const FleetNode& n : sc.topology.nodes) sc.initial_driver.push_back(n.driver);
   const Index ix = BuildIndex(sc.topology);
   if (j.contains("jobs")) FL_TRY(ParseJobs(j["jobs"], sc, ix));
   if (j.contains("faults")) FL_TRY(ParseFaults(j["faults"], sc, ix));
-  if (!j.contains("truth")) return Bad("scenario.truth", "required (an empty truth is `truth: {}`)");
+  if (!j.contains("truth")) return ScenarioError("scenario.truth", "required (an empty truth is `truth: {}`)");
   FL_TRY(ParseTruth(j["truth"], sc, ix));
   return Status::Ok();
 }

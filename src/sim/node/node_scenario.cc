@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "sim/mock_bmc/yaml_json.h"
+#include "sim/node/scenario_fields.h"
 
 namespace faultline::sim {
 namespace {
@@ -99,57 +100,12 @@ const std::map<NodeFaultKind, std::vector<std::string_view>>& RequiredParams() {
   return *required;
 }
 
-Status Bad(const std::string& where, const std::string& why) {
-  return Status(StatusCode::kCorrupt, where + ": " + why);
-}
-
-Status CheckKeys(const Json& j, const std::string& where, std::initializer_list<std::string_view> allowed) {
-  if (!j.is_object()) return Bad(where, "expected a mapping");
-  for (const auto& item : j.items()) {
-    if (std::find(allowed.begin(), allowed.end(), item.key()) == allowed.end()) {
-      return Bad(where, "unknown key '" + item.key() + "'");
-    }
-  }
-  return Status::Ok();
-}
-
-// Typed readers: absent keys keep the default; wrong types and ranges are errors.
-Status ReadNumber(const Json& j, const char* key, const std::string& where, double lo, double hi, double& out) {
-  auto it = j.find(key);
-  if (it == j.end()) return Status::Ok();
-  if (!it->is_number() || !std::isfinite(it->get<double>())) return Bad(where + "." + key, "expected a number");
-  const double v = it->get<double>();
-  if (v < lo || v > hi) {
-    std::ostringstream os;
-    os << "out of range [" << lo << ", " << hi << "]";
-    return Bad(where + "." + key, os.str());
-  }
-  out = v;
-  return Status::Ok();
-}
-
-Status ReadInt(const Json& j, const char* key, const std::string& where, int lo, int hi, int& out) {
-  double v = out;
-  if (Status s = ReadNumber(j, key, where, lo, hi, v); !s.ok()) return s;
-  if (j.contains(key) && v != std::floor(v)) return Bad(where + "." + key, "expected an integer");
-  out = static_cast<int>(v);
-  return Status::Ok();
-}
-
-Status ReadBool(const Json& j, const char* key, const std::string& where, bool& out) {
-  auto it = j.find(key);
-  if (it == j.end()) return Status::Ok();
-  if (!it->is_boolean()) return Bad(where + "." + key, "expected true or false");
-  out = it->get<bool>();
-  return Status::Ok();
-}
-
 Status ReadString(const Json& j, const char* key, const std::string& where, size_t max, std::string& out) {
   auto it = j.find(key);
   if (it == j.end()) return Status::Ok();
-  if (!it->is_string()) return Bad(where + "." + key, "expected a string");
+  if (!it->is_string()) return ScenarioError(where + "." + key, "expected a string");
   out = it->get<std::string>();
-  if (out.size() > max) return Bad(where + "." + key, "longer than " + std::to_string(max) + " bytes");
+  if (out.size() > max) return ScenarioError(where + "." + key, "longer than " + std::to_string(max) + " bytes");
   return Status::Ok();
 }
 
@@ -157,10 +113,10 @@ Status ReadIntList(const Json& j, const char* key, const std::string& where, int
   auto it = j.find(key);
   if (it == j.end()) return Status::Ok();
   if (!it->is_array() || it->empty() || it->size() > 64)
-    return Bad(where + "." + key, "expected a list of 1-64 integers");
+    return ScenarioError(where + "." + key, "expected a list of 1-64 integers");
   for (const Json& v : *it) {
     if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > hi) {
-      return Bad(where + "." + key, "expected integers in [0, " + std::to_string(hi) + "]");
+      return ScenarioError(where + "." + key, "expected integers in [0, " + std::to_string(hi) + "]");
     }
     out.push_back(v.get<int>());
   }
@@ -218,7 +174,7 @@ Status ParseAgentSchedule(const Json& j, AgentSchedule& a) {
   for (const auto& [key, v] : {std::pair<const char*, double>{"fast_interval_s", a.fast_interval_s},
                                {"sample_interval_s", a.sample_interval_s},
                                {"redfish_interval_s", a.redfish_interval_s}}) {
-    if (v < a.tick_s) return Bad(w + "." + key, "shorter than tick_s");
+    if (v < a.tick_s) return ScenarioError(w + "." + key, "shorter than tick_s");
   }
   return Status::Ok();
 }
@@ -229,7 +185,7 @@ Status ParseWorkload(const Json& j, WorkloadSpec& wl) {
   FL_TRY(ReadBool(j, "enabled", w, wl.enabled));
   FL_TRY(ReadNumber(j, "step_s", w, 0.05, 600, wl.step_s));
   FL_TRY(ReadString(j, "job", w, 128, wl.job));
-  if (wl.job.empty()) return Bad(w + ".job", "must not be empty");
+  if (wl.job.empty()) return ScenarioError(w + ".job", "must not be empty");
   return Status::Ok();
 }
 
@@ -239,25 +195,25 @@ Status ParseTruth(const Json& j, Truth& t) {
   std::string cls, action, component;
   FL_TRY(ReadString(j, "fault_class", w, 64, cls));
   auto fc = ParseFaultClass(cls);
-  if (!fc) return Bad(w + ".fault_class", "unknown fault class '" + cls + "'");
+  if (!fc) return ScenarioError(w + ".fault_class", "unknown fault class '" + cls + "'");
   t.fault_class = *fc;
   FL_TRY(ReadString(j, "action", w, 64, action));
   if (!action.empty()) {
     auto a = ParseAction(action);
-    if (!a) return Bad(w + ".action", "unknown action '" + action + "'");
+    if (!a) return ScenarioError(w + ".action", "unknown action '" + action + "'");
     t.action = *a;
   }
   FL_TRY(ReadString(j, "component", w, 256, component));
   if (!component.empty()) t.components.push_back(component);
   if (auto it = j.find("components"); it != j.end()) {
-    if (!it->is_array()) return Bad(w + ".components", "expected a list of component ids");
+    if (!it->is_array()) return ScenarioError(w + ".components", "expected a list of component ids");
     for (const Json& c : *it) {
-      if (!c.is_string() || c.get<std::string>().empty()) return Bad(w + ".components", "expected component ids");
+      if (!c.is_string() || c.get<std::string>().empty()) return ScenarioError(w + ".components", "expected component ids");
       t.components.push_back(c.get<std::string>());
     }
   }
   for (const std::string& c : t.components) {
-    if (!ParseComponentId(c)) return Bad(w + ".component", "not a component id: '" + c + "'");
+    if (!ParseComponentId(c)) return ScenarioError(w + ".component", "not a component id: '" + c + "'");
   }
   FL_TRY(ReadNumber(j, "start_s", w, 0, kMaxDurationS, t.start_s));
   FL_TRY(ReadBool(j, "slow", w, t.slow));
@@ -272,18 +228,18 @@ Status ParseFault(const Json& j, size_t index, const NodeSpec& node, NodeFault& 
   std::string kind;
   FL_TRY(ReadString(j, "fault", w, 64, kind));
   auto k = ParseNodeFaultKind(kind);
-  if (!k) return Bad(w + ".fault", kind.empty() ? "missing" : "unknown fault kind '" + kind + "'");
+  if (!k) return ScenarioError(w + ".fault", kind.empty() ? "missing" : "unknown fault kind '" + kind + "'");
   f.kind = *k;
-  if (!j.contains("at")) return Bad(w + ".at", "missing");
+  if (!j.contains("at")) return ScenarioError(w + ".at", "missing");
   FL_TRY(ReadNumber(j, "at", w, 0, kMaxDurationS, f.at));
   if (j.contains("until")) {
     double until = 0;
     FL_TRY(ReadNumber(j, "until", w, 0, kMaxDurationS, until));
-    if (until <= f.at) return Bad(w + ".until", "must be after 'at'");
+    if (until <= f.at) return ScenarioError(w + ".until", "must be after 'at'");
     f.until = until;
   }
   for (std::string_view key : RequiredParams().at(f.kind)) {
-    if (!j.contains(std::string(key))) return Bad(w + "." + std::string(key), "required by fault '" + kind + "'");
+    if (!j.contains(std::string(key))) return ScenarioError(w + "." + std::string(key), "required by fault '" + kind + "'");
   }
   FL_TRY(ReadInt(j, "gpu", w, 0, node.gpus - 1, f.gpu));
   FL_TRY(ReadIntList(j, "gpus", w, node.gpus - 1, f.gpus));
@@ -291,7 +247,7 @@ Status ParseFault(const Json& j, size_t index, const NodeSpec& node, NodeFault& 
   FL_TRY(ReadInt(j, "psu", w, 1, node.psus, f.psu));
   FL_TRY(ReadIntList(j, "psus", w, node.psus, f.psus));
   for (int p : f.psus) {
-    if (p < 1) return Bad(w + ".psus", "power supplies are numbered from 1");
+    if (p < 1) return ScenarioError(w + ".psus", "power supplies are numbered from 1");
   }
   FL_TRY(ReadInt(j, "fan", w, 1, node.fans, f.fan));
   FL_TRY(ReadInt(j, "nvswitch", w, 0, 3, f.nvswitch));
@@ -299,8 +255,8 @@ Status ParseFault(const Json& j, size_t index, const NodeSpec& node, NodeFault& 
   FL_TRY(ReadInt(j, "nic", w, 0, 1, f.nic));
   // Every value is a magnitude (a rate, a temperature, volts, watts, a factor).
   FL_TRY(ReadNumber(j, "value", w, 0, 1e9, f.value));
-  if (f.kind == NodeFaultKind::kStraggler && f.value < 1) return Bad(w + ".value", "a slowdown factor is >= 1");
-  if (f.kind == NodeFaultKind::kInputSag && f.value > 300) return Bad(w + ".value", "input volts above 300");
+  if (f.kind == NodeFaultKind::kStraggler && f.value < 1) return ScenarioError(w + ".value", "a slowdown factor is >= 1");
+  if (f.kind == NodeFaultKind::kInputSag && f.value > 300) return ScenarioError(w + ".value", "input volts above 300");
   FL_TRY(ReadNumber(j, "ramp_s", w, 0, kMaxDurationS, f.ramp_s));
   FL_TRY(ReadInt(j, "count", w, 1, 100000, f.count));
   FL_TRY(ReadNumber(j, "every_s", w, 0, kMaxDurationS, f.every_s));
@@ -310,9 +266,9 @@ Status ParseFault(const Json& j, size_t index, const NodeSpec& node, NodeFault& 
   FL_TRY(ReadString(j, "text", w, 1024, f.text));
   FL_TRY(ReadString(j, "severity", w, 16, f.severity));
   if (f.severity != "OK" && f.severity != "Warning" && f.severity != "Critical") {
-    return Bad(w + ".severity", "expected OK, Warning or Critical");
+    return ScenarioError(w + ".severity", "expected OK, Warning or Critical");
   }
-  if (f.text.find_first_of("\r\n") != std::string::npos) return Bad(w + ".text", "must be one line");
+  if (f.text.find_first_of("\r\n") != std::string::npos) return ScenarioError(w + ".text", "must be one line");
   return Status::Ok();
 }
 
@@ -335,11 +291,11 @@ Status ParseTop(const Json& j, NodeScenario& sc) {
     FL_TRY(ParseAgentSchedule(*it, *sc.agent));
   }
   auto truth = j.find("truth");
-  if (truth == j.end()) return Bad("scenario.truth", "missing (every scenario states its ground truth)");
+  if (truth == j.end()) return ScenarioError("scenario.truth", "missing (every scenario states its ground truth)");
   FL_TRY(ParseTruth(*truth, sc.truth));
   if (auto it = j.find("faults"); it != j.end()) {
-    if (!it->is_array()) return Bad("scenario.faults", "expected a list");
-    if (it->size() > kMaxFaults) return Bad("scenario.faults", "more than 1000 faults");
+    if (!it->is_array()) return ScenarioError("scenario.faults", "expected a list");
+    if (it->size() > kMaxFaults) return ScenarioError("scenario.faults", "more than 1000 faults");
     for (size_t i = 0; i < it->size(); ++i) {
       NodeFault f;
       FL_TRY(ParseFault((*it)[i], i, sc.node, f));
@@ -356,9 +312,9 @@ Status ParseTop(const Json& j, NodeScenario& sc) {
 }  // namespace
 
 Status CheckScenarioName(std::string_view name) {
-  if (name.empty()) return Bad("scenario.name", "missing");
+  if (name.empty()) return ScenarioError("scenario.name", "missing");
   if (name.size() > kMaxScenarioNameBytes) {
-    return Bad("scenario.name", "longer than " + std::to_string(kMaxScenarioNameBytes) + " bytes");
+    return ScenarioError("scenario.name", "longer than " + std::to_string(kMaxScenarioNameBytes) + " bytes");
   }
   // The name becomes a directory under the run's work directory: a path separator, "..",
   // a control byte or a leading '.'/'-' (hidden file, option-like) could make it point
@@ -368,7 +324,7 @@ Status CheckScenarioName(std::string_view name) {
            c == '.';
   };
   if (name.front() == '.' || name.front() == '-' || !std::all_of(name.begin(), name.end(), plain)) {
-    return Bad("scenario.name",
+    return ScenarioError("scenario.name",
                "not a plain file name (letters, digits, '-', '_' and '.', not starting with '.' or '-'; no '/')");
   }
   return Status::Ok();
