@@ -672,13 +672,9 @@ Result<FleetScenario> ParseFleetScenario(std::string_view text) {
 }
 
 Result<FleetScenario> LoadFleetScenario(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status(StatusCode::kNotFound, path + ": cannot open");
-  std::string text;
-  text.resize(kMaxFleetScenarioBytes + 1);
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
-  auto sc = ParseFleetScenario(text);
+  auto text = ReadScenarioFile(path, kMaxFleetScenarioBytes);
+  if (!text.ok()) return text.status();
+  auto sc = ParseFleetScenario(*text);
   if (!sc.ok()) return Status(sc.status().code(), path + ": " + sc.status().message());
   return sc;
 }

@@ -356,13 +356,9 @@ Result<NodeScenario> ParseNodeScenario(std::string_view text) {
 }
 
 Result<NodeScenario> LoadNodeScenario(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status(StatusCode::kNotFound, path + ": cannot open");
-  std::string text;
-  text.resize(kMaxScenarioBytes + 1);
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
-  auto sc = ParseNodeScenario(text);
+  auto text = ReadScenarioFile(path, kMaxScenarioBytes);
+  if (!text.ok()) return text.status();
+  auto sc = ParseNodeScenario(*text);
   if (!sc.ok()) return Status(sc.status().code(), path + ": " + sc.status().message());
   return sc;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <sstream>
 
 namespace faultline::sim {
@@ -51,6 +52,16 @@ Status ReadBool(const nlohmann::json& j, const char* key, const std::string& whe
   if (!it->is_boolean()) return ScenarioError(where + "." + key, "expected true or false");
   out = it->get<bool>();
   return Status::Ok();
+}
+
+Result<std::string> ReadScenarioFile(const std::string& path, size_t max_bytes) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status(StatusCode::kNotFound, path + ": cannot open");
+  std::string text;
+  text.resize(max_bytes + 1);
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  return text;
 }
 
 }  // namespace faultline::sim

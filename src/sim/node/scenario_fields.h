@@ -21,4 +21,8 @@ Status ReadNumber(const nlohmann::json& j, const char* key, const std::string& w
 Status ReadInt(const nlohmann::json& j, const char* key, const std::string& where, int lo, int hi, int& out);
 Status ReadBool(const nlohmann::json& j, const char* key, const std::string& where, bool& out);
 
+// The file's first max_bytes + 1 bytes (one past the limit, so the parser can refuse an
+// oversized file); kNotFound "<path>: cannot open".
+Result<std::string> ReadScenarioFile(const std::string& path, size_t max_bytes);
+
 }  // namespace faultline::sim
