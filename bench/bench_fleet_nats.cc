@@ -4,91 +4,40 @@
 // nats-server is not installed.
 //   build/bench/bench_fleet_nats --benchmark_counters_tabular=true
 // Counters: envelopes/s and observations/s (acked by the stream), MB/s of payload.
-#include <arpa/inet.h>
 #include <benchmark/benchmark.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <thread>
 
 #include "fleet/nats/client.h"
 #include "fleet/wire.h"
-
-extern char** environ;
+#include "sim/fleet/nats_server.h"
 
 namespace faultline::fleet::nats {
 namespace {
 
 constexpr int64_t kT0 = 1764410400LL * 1'000'000'000;
 
-int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  ::close(fd);
-  return port;
-}
-
-// One nats-server -js for the whole run.
-class Server {
- public:
-  Server() {
-    dir_ = std::filesystem::temp_directory_path() / ("faultline-bench-nats-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir_);
-    port_ = FreePort();
-    std::vector<std::string> args = {"/usr/sbin/nats-server",
-                                     "-a",
-                                     "127.0.0.1",
-                                     "-p",
-                                     std::to_string(port_),
-                                     "-js",
-                                     "-sd",
-                                     (dir_ / "js").string(),
-                                     "-l",
-                                     (dir_ / "log").string()};
-    if (::access(args[0].c_str(), X_OK) != 0) return;
-    std::vector<char*> argv;
-    for (auto& s : args) argv.push_back(s.data());
-    argv.push_back(nullptr);
-    if (::posix_spawn(&pid_, argv[0], nullptr, nullptr, argv.data(), environ) != 0) pid_ = 0;
-  }
-  ~Server() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      ::waitpid(pid_, nullptr, 0);
+// One nats-server -js for the whole run; null when it could not be started (the error is
+// printed once and every benchmark skips).
+sim::LocalNatsServer* TheServer() {
+  static std::unique_ptr<sim::LocalNatsServer> server = [] {
+    auto s = sim::LocalNatsServer::Start(std::filesystem::temp_directory_path().string());
+    if (!s.ok()) {
+      std::fprintf(stderr, "bench_fleet_nats: %s\n", s.status().ToString().c_str());
+      return std::unique_ptr<sim::LocalNatsServer>();
     }
-    std::filesystem::remove_all(dir_);
-  }
-  bool running() const { return pid_ > 0; }
-  std::string url() const { return "nats://127.0.0.1:" + std::to_string(port_); }
-
- private:
-  std::filesystem::path dir_;
-  int port_ = 0;
-  pid_t pid_ = 0;
-};
-
-Server& TheServer() {
-  static Server server;
-  return server;
+    return std::move(s).value();
+  }();
+  return server.get();
 }
 
 std::unique_ptr<Connection> Connect() {
   ConnectOptions o;
-  o.urls = {TheServer().url()};
+  o.urls = {TheServer()->url()};
   for (int i = 0; i < 100; ++i) {
     auto c = Connection::Connect(o);
     if (c.ok()) return std::move(c).value();
@@ -119,8 +68,8 @@ Envelope Batch(const std::string& node, int n) {
 
 // args: observations per envelope, envelopes per batch.
 void BM_PublishBatch(benchmark::State& state) {
-  if (!TheServer().running()) {
-    state.SkipWithError("nats-server not installed");
+  if (TheServer() == nullptr) {
+    state.SkipWithError("no local nats-server (not installed, or it did not start)");
     return;
   }
   auto conn = Connect();

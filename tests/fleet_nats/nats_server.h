@@ -1,22 +1,14 @@
-// Test fixture: real nats-server processes with JetStream on loopback (127.0.0.1 only),
-// each on a free port with its own store directory under a per-test temp dir, killed
-// when the fixture ends. Tests call SkipWithoutNatsServer() first so they skip cleanly
-// where nats-server is not installed (scripts/deps.sh --test installs it).
+// Test fixture: real nats-server processes with JetStream on loopback (127.0.0.1 only,
+// launched by sim/fleet/nats_server.h), each on a free port with its own store directory
+// under a per-test temp dir, killed when the fixture ends. Tests call SkipWithoutNatsServer() first so they skip
+// cleanly where nats-server is not installed (scripts/deps.sh --test installs it).
 #pragma once
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <string>
@@ -24,50 +16,17 @@
 #include <vector>
 
 #include "fleet/nats/client.h"
-
-extern char** environ;
+#include "sim/fleet/nats_server.h"
 
 namespace faultline::fleet::nats::testing {
 
-inline std::string FindNatsServer() {
-  for (const char* p : {"/usr/sbin/nats-server", "/usr/bin/nats-server", "/usr/local/bin/nats-server"}) {
-    if (::access(p, X_OK) == 0) return p;
-  }
-  return "";
-}
+using sim::FindNatsServer;
+using sim::FreeLoopbackPort;
 
-#define SKIP_WITHOUT_NATS_SERVER()                                                                                \
-  do {                                                                                                            \
-    if (::faultline::fleet::nats::testing::FindNatsServer().empty()) GTEST_SKIP() << "nats-server not installed"; \
+#define SKIP_WITHOUT_NATS_SERVER()                                                               \
+  do {                                                                                           \
+    if (::faultline::sim::FindNatsServer().empty()) GTEST_SKIP() << "nats-server not installed"; \
   } while (0)
-
-// A port the kernel just handed out on 127.0.0.1 (free unless someone grabs it meanwhile).
-inline int FreeLoopbackPort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof(a);
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  ::close(fd);
-  return port;
-}
-
-inline bool PortAccepts(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
-  ::close(fd);
-  return ok;
-}
 
 // Polls `done` every 50 ms for up to `seconds`; true once it held. (A bound on waiting
 // for an external process, not an assertion on speed.)
@@ -100,79 +59,37 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-// One nats-server process. Start() picks the ports on first use and keeps them, so a
-// Restart() comes back at the same URL with the same JetStream store.
+// One nats-server process (sim/fleet/nats_server.h); Start() reports a start failure as a
+// test failure.
 class NatsServer {
  public:
-  NatsServer(std::string dir, std::string name, std::vector<std::string> extra_args = {})
-      : dir_(std::move(dir)), name_(std::move(name)), extra_(std::move(extra_args)) {
-    port_ = FreeLoopbackPort();
-    std::filesystem::create_directories(dir_ + "/" + name_);
-  }
-  ~NatsServer() { Kill(); }
-  NatsServer(const NatsServer&) = delete;
-  NatsServer& operator=(const NatsServer&) = delete;
+  NatsServer(std::string dir, std::string name, std::vector<std::string> extra_args = {}, int cluster_port = 0,
+             std::string routes = "")
+      : process_(Options(std::move(dir), std::move(name), std::move(extra_args), cluster_port, std::move(routes))) {}
 
-  int port() const { return port_; }
-  std::string url() const { return "nats://127.0.0.1:" + std::to_string(port_); }
-  bool running() const { return pid_ > 0; }
-  void set_cluster(int cluster_port, std::string routes) {
-    cluster_port_ = cluster_port;
-    routes_ = std::move(routes);
-  }
-
-  // Starts it and waits until its client port accepts; false when it did not come up.
+  int port() const { return process_.port(); }
+  std::string url() const { return process_.url(); }
+  bool running() const { return process_.running(); }
   bool Start() {
-    if (pid_ > 0) return true;
-    std::vector<std::string> args = {FindNatsServer(),
-                                     "-a",
-                                     "127.0.0.1",
-                                     "-p",
-                                     std::to_string(port_),
-                                     "-js",
-                                     "-sd",
-                                     dir_ + "/" + name_ + "/js",
-                                     "-n",
-                                     name_,
-                                     "-l",
-                                     dir_ + "/" + name_ + "/server.log"};
-    if (cluster_port_ > 0) {
-      args.insert(args.end(),
-                  {"--cluster_name", "faultline-test", "--cluster", "nats://127.0.0.1:" + std::to_string(cluster_port_),
-                   "--routes", routes_, "--no_advertise=true"});
-    }
-    args.insert(args.end(), extra_.begin(), extra_.end());
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_t pid = 0;
-    if (::posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0) return false;
-    pid_ = pid;
-    return WaitUntil([this] { return PortAccepts(port_); });
+    const Status st = process_.Start();
+    if (!st.ok()) ADD_FAILURE() << st.ToString();
+    return st.ok();
   }
-
-  // SIGKILL: what a crash looks like (no lame-duck, no flush).
-  void Kill() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    int st = 0;
-    ::waitpid(pid_, &st, 0);
-    pid_ = 0;
-  }
-
-  bool Restart() {
-    Kill();
-    return Start();
-  }
+  void Kill() { process_.Kill(); }
 
  private:
-  std::string dir_;
-  std::string name_;
-  std::vector<std::string> extra_;
-  int port_ = 0;
-  int cluster_port_ = 0;
-  std::string routes_;
-  pid_t pid_ = 0;
+  static sim::NatsServerOptions Options(std::string dir, std::string name, std::vector<std::string> extra_args,
+                                        int cluster_port, std::string routes) {
+    sim::NatsServerOptions o;
+    o.dir = std::move(dir);
+    o.name = std::move(name);
+    o.extra_args = std::move(extra_args);
+    o.cluster_port = cluster_port;
+    o.routes = std::move(routes);
+    o.cluster_name = "faultline-test";
+    return o;
+  }
+  sim::NatsServerProcess process_;
 };
 
 // Three servers routed to each other, JetStream clustered (replicas up to 3).
@@ -184,8 +101,8 @@ class NatsCluster {
     std::string routes;
     for (int p : cluster_ports) routes += (routes.empty() ? "" : ",") + ("nats://127.0.0.1:" + std::to_string(p));
     for (int i = 0; i < 3; ++i) {
-      servers_.push_back(std::make_unique<NatsServer>(dir, "n" + std::to_string(i + 1)));
-      servers_.back()->set_cluster(cluster_ports[i], routes);
+      servers_.push_back(std::make_unique<NatsServer>(dir, "n" + std::to_string(i + 1), std::vector<std::string>{},
+                                                      cluster_ports[i], routes));
     }
   }
   bool Start() {

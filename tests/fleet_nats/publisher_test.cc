@@ -151,6 +151,13 @@ class FleetPublisherTest : public ::testing::Test {
     ASSERT_TRUE(store_->PutAction(a).ok());
   }
 
+  // The saved cursor, or "" while none is saved yet: a wait polls before the first
+  // round commits one, and an empty optional must not be dereferenced.
+  std::string Cursor(const std::string& name) {
+    auto c = store_->GetCursor("gpu-07", "fleet", name);
+    return c.ok() && c->has_value() ? **c : std::string();
+  }
+
   std::unique_ptr<Connection> StartServerWithStream() {
     EXPECT_TRUE(server_->Start());
     auto c = ConnectOrFail(OptionsFor({server_->url()}));
@@ -191,7 +198,7 @@ TEST_F(FleetPublisherTest, WhileNatsIsDownTheStoreBuffersThenEverythingArrivesOn
   EXPECT_EQ(got.records[4].action->diagnosis_id, got.records[3].row_id);
   EXPECT_EQ(pub.stats().observations, 200u);
   EXPECT_EQ(pub.stats().records, 5u);
-  EXPECT_EQ(**store_->GetCursor("gpu-07", "fleet", "obs_after_id"), "200");
+  EXPECT_EQ(Cursor("obs_after_id"), "200");
   // Nothing new: a round publishes nothing and the stream holds no more.
   EXPECT_EQ(*pub.PublishOnce(), 0u);
   EXPECT_EQ(c->GetStream("FAULTLINE")->messages, got.messages);
@@ -209,7 +216,7 @@ TEST_F(FleetPublisherTest, AServerCrashMidStreamLosesNothingAndTheThreadCatchesU
   StoreRecords(2);
   ASSERT_TRUE(WaitUntil([&] { return pub.stats().failed_rounds > 0; }));
   ASSERT_TRUE(server_->Start());
-  ASSERT_TRUE(WaitUntil([&] { return **store_->GetCursor("gpu-07", "fleet", "action_after_id") == "1"; }, 30));
+  ASSERT_TRUE(WaitUntil([&] { return Cursor("action_after_id") == "1"; }, 30));
   pub.Stop();
   auto reader = ConnectOrFail(OptionsFor({server_->url()}));
   ASSERT_NE(reader, nullptr);
@@ -256,7 +263,7 @@ TEST_F(FleetPublisherTest, ACursorAboveTheTablesIdsStartsThatTableOver) {
   ASSERT_EQ(got.records.size(), 2u);  // the diagnosis (started over) and the action; the finding was sent
   EXPECT_EQ(got.records[0].kind, fleet::RecordKind::kDiagnosis);
   EXPECT_EQ(got.records[1].kind, fleet::RecordKind::kAction);
-  EXPECT_EQ(**store_->GetCursor("gpu-07", "fleet", "diagnosis_after_id"), "1");
+  EXPECT_EQ(Cursor("diagnosis_after_id"), "1");
 }
 
 // A node whose store was lost and made again numbers its rows from 1 again: its message ids
@@ -317,7 +324,7 @@ TEST_F(FleetPublisherTest, OversizedRowsAreCutOrSplitAndUndecodableRowsSteppedPa
   sqlite3_close(db);
   ASSERT_TRUE(pub.PublishOnce().ok());
   EXPECT_EQ(pub.stats().skipped, 1u);
-  EXPECT_EQ(**store_->GetCursor("gpu-07", "fleet", "obs_after_id"), "45");
+  EXPECT_EQ(Cursor("obs_after_id"), "45");
   auto more = ReadStream(*c, "check", 4, 0);  // the same durable: what came after
   EXPECT_EQ(more.observation_ids, (std::vector<int64_t>{41, 42, 44, 45}));
 }

@@ -22,6 +22,7 @@
 #include "sim/fleet/fleet_run.h"
 #ifdef FAULTLINE_SIM_FLEET_NATS
 #include "sim/fleet/fleet_nats.h"
+#include "sim/fleet/nats_server.h"
 #endif
 
 namespace faultline::cli {

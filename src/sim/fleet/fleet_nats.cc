@@ -1,29 +1,17 @@
 #include "sim/fleet/fleet_nats.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cmath>
 #include <ctime>
-#include <filesystem>
 #include <thread>
 
 #include "fleet/nats/client.h"
 #include "fleet/wire.h"
 #include "sim/fleet/fleet_sim.h"
 
-extern char** environ;
-
 namespace faultline::sim {
 namespace {
 
-namespace fs = std::filesystem;
 namespace nats = fleet::nats;
 using SteadyClock = std::chrono::steady_clock;
 
@@ -59,34 +47,6 @@ Status SendBatch(nats::Connection& conn, std::vector<nats::OutMessage>& batch, F
   }
   batch.clear();
   return Status::Ok();
-}
-
-int FreeLoopbackPort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 0;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  ::close(fd);
-  return port;
-}
-
-bool PortAccepts(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return false;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
-  ::close(fd);
-  return ok;
 }
 
 }  // namespace
@@ -209,54 +169,6 @@ Result<FleetNatsConsumeStats> ConsumeFleetScenario(const FleetScenario& sc, cons
   st.open_diagnoses = analyzer.Open().size();
   (void)(*conn)->DeleteConsumer(o.stream, o.durable);
   return st;
-}
-
-Result<std::unique_ptr<LocalNatsServer>> LocalNatsServer::Start(const std::string& parent) {
-  std::string binary;
-  for (const char* p : {"/usr/sbin/nats-server", "/usr/bin/nats-server", "/usr/local/bin/nats-server"}) {
-    if (::access(p, X_OK) == 0) binary = p;
-  }
-  if (binary.empty()) return Status(StatusCode::kNotFound, "nats-server is not installed");
-  std::string tmpl = (fs::path(parent) / "faultline-nats-XXXXXX").string();
-  if (::mkdtemp(tmpl.data()) == nullptr) return Status(StatusCode::kIoError, "cannot create a directory in " + parent);
-  std::unique_ptr<LocalNatsServer> s(new LocalNatsServer());
-  s->dir_ = tmpl;
-  const int port = FreeLoopbackPort();
-  if (port == 0) return Status(StatusCode::kUnavailable, "no free loopback port");
-  std::vector<std::string> args = {binary, "-a",  "127.0.0.1",     "-p", std::to_string(port),
-                                   "-js",  "-sd", s->dir_ + "/js", "-l", s->dir_ + "/server.log"};
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = -1;
-  if (::posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0) {
-    return Status(StatusCode::kUnavailable, "cannot start nats-server");
-  }
-  s->pid_ = pid;
-  s->url_ = "nats://127.0.0.1:" + std::to_string(port);
-  for (int i = 0; i < 200 && !PortAccepts(port); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  if (!PortAccepts(port)) return Status(StatusCode::kUnavailable, "nats-server did not start (see its log)");
-  return s;
-}
-
-LocalNatsServer::~LocalNatsServer() {
-  if (pid_ > 0) {
-    ::kill(pid_, SIGTERM);
-    int st = 0;
-    for (int i = 0; i < 100; ++i) {
-      if (::waitpid(pid_, &st, WNOHANG) == pid_) {
-        pid_ = -1;
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, &st, 0);
-    }
-  }
-  std::error_code ec;
-  if (!dir_.empty()) fs::remove_all(dir_, ec);
 }
 
 }  // namespace faultline::sim

@@ -1,7 +1,7 @@
 // The fleet simulator over NATS JetStream (built when faultline_fleet_nats is): publish
 // what every simulated agent publishes (`faultline sim fleet --nats URL`), consume a
-// stream into a fleet analyzer the way `faultline fleet` does, for `bench fleet --nats`,
-// and a throwaway local nats-server on loopback for the bench.
+// stream into a fleet analyzer the way `faultline fleet` does, for `bench fleet --nats`.
+// (The bench's throwaway local nats-server is sim/fleet/nats_server.h.)
 //
 // Publishing: one message per envelope, subject fleet::Subject, JetStream message id the
 // envelope's msg_id (a re-run inside the stream's duplicate window is stored once), in
@@ -12,8 +12,6 @@
 // the analyzer is evaluated on the scenario clock (each time a message's sent time passes
 // the next evaluation tick), so the answers match the in-process run's.
 #pragma once
-
-#include <sys/types.h>
 
 #include <cstdint>
 #include <memory>
@@ -78,23 +76,5 @@ struct FleetNatsConsumeStats {
 
 Result<FleetNatsConsumeStats> ConsumeFleetScenario(const FleetScenario& scenario,
                                                    const FleetNatsConsumeOptions& options);
-
-// `nats-server -js` on 127.0.0.1 at a free port with its store in a fresh directory under
-// `parent`; stopped (SIGTERM, then SIGKILL) and its directory removed on destruction.
-// kNotFound when nats-server is not installed.
-class LocalNatsServer {
- public:
-  static Result<std::unique_ptr<LocalNatsServer>> Start(const std::string& parent);
-  ~LocalNatsServer();
-  LocalNatsServer(const LocalNatsServer&) = delete;
-  LocalNatsServer& operator=(const LocalNatsServer&) = delete;
-  const std::string& url() const { return url_; }
-
- private:
-  LocalNatsServer() = default;
-  pid_t pid_ = -1;
-  std::string dir_;
-  std::string url_;
-};
 
 }  // namespace faultline::sim
