@@ -70,6 +70,13 @@ Result<std::unique_ptr<Agent>> Agent::Finish(std::unique_ptr<Agent> agent) {
   if (agent->config_.fleet.enabled) {
     agent->fleet_ = std::make_unique<FleetPublisher>(
         *agent->store_, FleetPublisherOptionsFor(agent->config_.fleet, agent->node_), agent->clock_, &agent->logger_);
+    // The fleet's verdicts come back on the publisher's connection and thread; the policy
+    // reads them from the store (docs/remediation.md "Shared causes").
+    agent->fleet_links_ = std::make_unique<FleetLinks>(
+        *agent->store_, FleetLinksOptions{.site = agent->config_.fleet.site, .node = agent->node_}, agent->clock_,
+        &agent->logger_);
+    agent->fleet_->UseFleetLinks(agent->fleet_links_.get());
+    agent->remediation_->UseFleetVerdicts(agent->fleet_links_.get());
   }
   if (Status s = agent->pipeline_->WarmStart(agent->clock_.NowNs()); !s.ok()) return s;
   return agent;
@@ -78,6 +85,7 @@ Result<std::unique_ptr<Agent>> Agent::Finish(std::unique_ptr<Agent> agent) {
 void Agent::UseActuators(std::vector<actions::Actuator*> actuators, actions::FleetView* fleet) {
   remediation_ =
       std::make_unique<Remediation>(config_.policy, *store_, node_, std::move(actuators), fleet, logger_);
+  if (fleet_links_) remediation_->UseFleetVerdicts(fleet_links_.get());
 }
 
 Agent::Agent(const AgentConfig& config, std::string node, std::unique_ptr<Store> store,

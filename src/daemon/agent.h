@@ -38,6 +38,7 @@
 
 #include "core/clock.h"
 #include "daemon/config.h"
+#include "daemon/fleet_links.h"
 #include "daemon/latency_histogram.h"
 #include "daemon/log.h"
 #include "daemon/pipeline.h"
@@ -183,6 +184,7 @@ class Agent {
   std::unique_ptr<Topology> topology_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Pipeline> pipeline_;
+  std::unique_ptr<FleetLinks> fleet_links_;  // [fleet]: the fleet's verdicts (outlives its users below)
   std::unique_ptr<Remediation> remediation_;  // used by the evaluating thread only
   std::unique_ptr<IncidentNotes> notes_;      // likewise
   std::unique_ptr<FleetPublisher> fleet_;     // [fleet]: store -> NATS on its own thread

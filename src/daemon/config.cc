@@ -40,21 +40,22 @@ class SectionReader {
       Fail(key, "expected true or false");
     }
   }
-  // A duration: integer seconds, or a string with a unit ("500ms", "10s"). Must be > 0.
-  void ReadDuration(const char* key, int64_t& out_ns) {
+  // A duration: integer seconds, or a string with a unit ("500ms", "10s"). Must be > 0
+  // unless `allow_zero`.
+  void ReadDuration(const char* key, int64_t& out_ns, bool allow_zero = false) {
     const toml::node* n = Find(key);
     if (n == nullptr) return;
     std::optional<int64_t> ns;
     if (n->is_integer()) {
       const int64_t s = *n->value<int64_t>();
-      if (s > 0 && s < int64_t{1} << 32) ns = s * 1'000'000'000;
+      if ((s > 0 || (allow_zero && s == 0)) && s < int64_t{1} << 32) ns = s * 1'000'000'000;
     } else if (n->is_string()) {
       ns = ParseDuration(*n->value<std::string>());
     } else {
       Fail(key, "expected a duration (seconds, or a string like \"10s\")");
       return;
     }
-    if (!ns || *ns <= 0) {
+    if (!ns || *ns < 0 || (*ns == 0 && !allow_zero)) {
       Fail(key, "expected a positive duration (seconds, or a string like \"10s\")");
       return;
     }
@@ -227,6 +228,7 @@ Status ReadFleet(SectionReader& r, FleetSection& s) {
 Status ReadPolicy(SectionReader& r, policy::PolicyConfig& s) {
   r.ReadActionClasses("enable", s.enable);
   r.ReadDuration("cooldown", s.cooldown_ns);
+  r.ReadDuration("fleet_hold", s.fleet_hold_ns, /*allow_zero=*/true);
   r.ReadCount("breaker_max_nodes", s.breaker_max_nodes);
   r.ReadNumber("breaker_max_percent", 0.0, 100.0, s.breaker_max_percent);
   r.ReadDuration("breaker_window", s.breaker_window_ns);
@@ -440,6 +442,8 @@ max_backoff = "60s"                        # retry cap while NATS is unreachable
 enable = []                                # classes carried out; the rest are stored dry runs:
                                            # cordon drain reset_gpu reboot_node rma_bundle facility_ticket webhook notify_user
 cooldown = "1h"                            # per node and class, after an action done
+fleet_hold = "60s"                         # [fleet] on: paperwork for a fault other nodes may share
+                                           # waits this long for the fleet's verdict ("0s" = never)
 breaker_max_nodes = 3                      # fleet-wide: at most min(3, max(1, 2% of the fleet)) nodes
 breaker_max_percent = 2.0                  # taken out by faultline per breaker_window
 breaker_window = "1h"

@@ -6,6 +6,7 @@
 #include <optional>
 #include <random>
 
+#include "daemon/fleet_links.h"
 #include "daemon/log.h"
 #include "store/store.h"
 
@@ -118,8 +119,8 @@ Result<int64_t> FleetPublisher::StartAt(const char* key, int64_t max_id) {
   // Reused row ids need new message ids, or the server's duplicate window and the
   // analyzer's memory would drop the new rows as repeats.
   const std::string epoch = NewEpoch();
-  if (Status s = store_.PutCursors({{options_.node, kCursorSource, key, "0"},
-                                    {options_.node, kCursorSource, kEpochCursor, epoch}});
+  if (Status s = store_.PutCursors(
+          {{options_.node, kCursorSource, key, "0"}, {options_.node, kCursorSource, kEpochCursor, epoch}});
       !s.ok()) {
     return s;
   }
@@ -378,10 +379,23 @@ void FleetPublisher::Note(bool ok, const Status& s) {
   failing_ = !ok;
 }
 
+void FleetPublisher::ReadVerdicts() {
+  if (links_ == nullptr || conn_ == nullptr || !conn_->IsConnected()) return;
+  auto n = links_->Poll(*conn_, 100'000'000);
+  // Said when the story changes, not every round (no stream before `faultline fleet` first
+  // runs is normal and lasts).
+  const std::string error = n.ok() ? "" : n.status().ToString();
+  if (error != verdicts_error_ && !error.empty() && logger_) {
+    logger_->Warn("fleet: cannot read the fleet's verdicts yet: " + error);
+  }
+  verdicts_error_ = error;
+}
+
 void FleetPublisher::Loop() {
   int64_t backoff = 0;
   for (;;) {
     auto r = PublishOnce();
+    if (r.ok()) ReadVerdicts();
     int64_t wait = options_.interval_ns;
     if (!r.ok()) {
       backoff = backoff == 0 ? options_.interval_ns : std::min(backoff * 2, options_.max_backoff_ns);

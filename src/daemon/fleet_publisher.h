@@ -47,6 +47,7 @@ class Store;
 
 namespace faultline::daemon {
 
+class FleetLinks;
 class Logger;
 
 struct FleetPublisherOptions {
@@ -89,6 +90,10 @@ class FleetPublisher {
   // True when the last round left rows behind (max_rows_per_round reached).
   bool behind() const { return behind_; }
 
+  // After each round that reached NATS, the thread also reads the fleet's verdicts into
+  // `links` (borrowed, must outlive the publisher; null = none). Call before Start().
+  void UseFleetLinks(FleetLinks* links) { links_ = links; }
+
   void Start();
   void Stop();
   FleetPublisherStats stats() const;
@@ -110,12 +115,15 @@ class FleetPublisher {
   std::string MsgId(fleet::RecordKind kind, int64_t first, int64_t last) const;
   std::string EncodeWithin(fleet::Envelope& e);
   void Loop();
+  void ReadVerdicts();  // links_ from the fleet diagnoses on the stream (never fatal)
   void Note(bool ok, const Status& s);
 
   Store& store_;
   FleetPublisherOptions options_;
   const Clock& clock_;
   Logger* logger_;
+  FleetLinks* links_ = nullptr;
+  std::string verdicts_error_;  // the last one logged
   std::unique_ptr<fleet::nats::Connection> conn_;
   MaxRowIds max_ids_;  // of this round
   std::string epoch_;

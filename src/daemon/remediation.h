@@ -47,6 +47,8 @@ class Remediation {
   // After one evaluation whose rows are committed.
   void AfterEvaluation(const EvaluateResult& result, int64_t now_ns);
   RemediationStats stats() const { return stats_; }
+  // The fleet's verdicts on this node's diagnoses (borrowed; null = no fleet).
+  void UseFleetVerdicts(const policy::FleetVerdicts* verdicts) { engine_.UseFleetVerdicts(verdicts); }
 
  private:
   void Run(const std::vector<Row<Diagnosis>>& rows, int64_t now_ns);

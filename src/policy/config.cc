@@ -28,6 +28,7 @@ Status ValidatePolicyConfig(const PolicyConfig& c) {
     return Bad("breaker_max_percent", "must be between 0 and 100");
   }
   if (c.cooldown_ns < 0) return Bad("cooldown", "must not be negative");
+  if (c.fleet_hold_ns < 0) return Bad("fleet_hold", "must not be negative");
   if (c.breaker_window_ns <= 0) return Bad("breaker_window", "must be a positive duration");
   if (c.retry_initial_ns <= 0) return Bad("retry_initial", "must be a positive duration");
   if (c.retry_max_ns < c.retry_initial_ns) return Bad("retry_max", "must be >= retry_initial");

@@ -52,6 +52,11 @@ struct PolicyConfig {
   std::string webhook_ca_file;
   bool webhook_allow_http = false;
 
+  // With a fleet analyzer ([fleet] on): how long the node's paperwork (rma_bundle,
+  // facility_ticket, webhook) for a fault the fleet may find shared waits for its verdict
+  // (fleet_verdicts.h). 0 = never waits.
+  int64_t fleet_hold_ns = int64_t{60} * 1'000'000'000;
+
   bool Enabled(actions::ActionClass c) const { return enable.count(c) > 0; }
 };
 

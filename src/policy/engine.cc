@@ -138,7 +138,32 @@ std::optional<std::string> Engine::BreakerHold(int64_t now_ns) {
          std::to_string(fleet->known_nodes) + " known nodes)";
 }
 
+std::optional<Outcome> Engine::FleetStandDown(const Decision& d, const LedgerEntry* previous, bool may_wait,
+                                              int64_t now_ns, Status& error) {
+  if (verdicts_ == nullptr || !FleetReplaces(d.action_class)) return std::nullopt;
+  auto link = verdicts_->LinkFor(d.diagnosis);
+  // An unreadable verdict never stops the node's own paperwork: it is filed as without a fleet.
+  if (link.ok() && link->has_value()) {
+    const FleetLink& l = **link;
+    return Record(d, State::kSuperseded, false,
+                  "the fleet links this diagnosis to " + l.cause + " " + l.component + " (fleet diagnosis " +
+                      l.fleet_id + "), whose one action replaces this node's",
+                  previous, now_ns, error);
+  }
+  if (!may_wait || config_.fleet_hold_ns <= 0 || !verdicts_->MayBeShared(d.diagnosis)) return std::nullopt;
+  // Held since the first "held_for_fleet" row (Record writes no new row while the story is
+  // the same, so that row's time is when the wait began).
+  const int64_t since =
+      previous != nullptr && previous->state == State::kHeldForFleet ? previous->record.time_ns : now_ns;
+  if (now_ns - since >= config_.fleet_hold_ns) return std::nullopt;
+  return Record(d, State::kHeldForFleet, false,
+                "waiting up to " + Seconds(config_.fleet_hold_ns) +
+                    " for the fleet analyzer: other nodes may share this fault's cause",
+                previous, now_ns, error);
+}
+
 Outcome Engine::Carry(Decision d, const LedgerEntry* previous, int64_t now_ns, Status& error) {
+  if (auto stood_down = FleetStandDown(d, previous, true, now_ns, error)) return *stood_down;
   actions::Actuator* actuator = ActuatorFor(d.action_class);
   if (actuator == nullptr) {
     return Record(d, State::kNoActuator, false,
@@ -208,6 +233,8 @@ std::optional<Outcome> Engine::Consider(const Row<Diagnosis>& row, const Proposa
     return std::nullopt;  // the same fault on the same part, already handled under another key
   }
   if (!config_.Enabled(p.action_class)) {
+    // A dry run says what the node would file; a fleet link already known says it would not.
+    if (auto stood_down = FleetStandDown(d, previous, false, now_ns, error)) return *stood_down;
     return Record(
         d, State::kDryRun, true,
         "would " + std::string(actions::ToString(p.action_class)) + " " + target_node_ + " (" + PlatformReason(d) + ")",
@@ -297,7 +324,8 @@ Result<std::vector<Outcome>> Engine::OnDiagnoses(const std::vector<Row<Diagnosis
   std::vector<LedgerEntry> due;
   for (const LedgerEntry* e : ledger_.Pending()) {
     const bool retry = e->state == State::kFailed && now_ns >= e->next_retry_ns;
-    const bool held = e->state == State::kHeldByBreaker || e->state == State::kHeldByCooldown;
+    const bool held =
+        e->state == State::kHeldByBreaker || e->state == State::kHeldByCooldown || e->state == State::kHeldForFleet;
     if ((retry || held) && !seen.count(e->key)) due.push_back(*e);
   }
   for (const LedgerEntry& e : due) {

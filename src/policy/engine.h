@@ -5,8 +5,9 @@
 // For each diagnosis the rules (rules.h) propose action classes; each proposal then passes,
 // in order: already resolved by an operator -> nothing; its key (identity.h) already final
 // -> nothing (idempotent); a failed earlier try not yet due -> nothing; refused by a safety
-// rule -> stored "refused"; the same fault on the same part already acted on and not
-// resolved -> nothing; class not enabled -> stored "dry_run"; no actuator -> "no_actuator";
+// rule -> stored "refused"; paperwork a shared fleet cause replaces -> "superseded_by_fleet"
+// (and, when enabled, held up to fleet_hold for that verdict: "held_for_fleet"); the same fault on the same part
+// already acted on and not resolved -> nothing; class not enabled -> stored "dry_run"; no actuator -> "no_actuator";
 // within the class's cool-down on this node -> "held_by_cooldown"; disruptive and the fleet
 // breaker tripped -> "held_by_breaker" with the reason (fleet unreadable -> "failed", retried;
 // no fleet view at all -> held: the breaker fails closed); else
@@ -32,6 +33,7 @@
 
 #include "actions/actuator.h"
 #include "policy/config.h"
+#include "policy/fleet_verdicts.h"
 #include "policy/ledger.h"
 #include "policy/rules.h"
 #include "store/records.h"
@@ -62,6 +64,11 @@ class Engine {
   // cordon/drain so its runs leave the other classes to the agent.
   void LimitTo(std::set<actions::ActionClass> classes) { only_ = std::move(classes); }
 
+  // The fleet analyzer's verdicts (borrowed, may be null = no fleet): paperwork for a fault
+  // a shared fleet cause links is stored "superseded_by_fleet" instead of done, and waits up
+  // to config.fleet_hold for that verdict while the fault may be shared ("held_for_fleet").
+  void UseFleetVerdicts(const FleetVerdicts* verdicts) { verdicts_ = verdicts; }
+
   // Loads the ledger and finishes every decision a crash left "decided".
   Result<std::vector<Outcome>> Start(int64_t now_ns);
 
@@ -79,6 +86,9 @@ class Engine {
   std::optional<Outcome> Consider(const Row<Diagnosis>& row, const Proposal& p, int64_t now_ns, Status& error);
   Outcome Carry(actions::Decision d, const LedgerEntry* previous, int64_t now_ns, Status& error);
   std::optional<std::string> BreakerHold(int64_t now_ns);
+  // Superseded or held for the fleet's verdict (fleet_verdicts.h); nullopt = go on.
+  std::optional<Outcome> FleetStandDown(const actions::Decision& d, const LedgerEntry* previous, bool may_wait,
+                                        int64_t now_ns, Status& error);
   Outcome Record(const actions::Decision& d, State s, bool dry_run, std::string detail, const LedgerEntry* previous,
                  int64_t now_ns, Status& error, int attempt = 0, int64_t next_retry_ns = 0);
   actions::Actuator* ActuatorFor(actions::ActionClass c) const;
@@ -93,6 +103,7 @@ class Engine {
   std::string target_node_;
   std::vector<actions::Actuator*> actuators_;
   actions::FleetView* fleet_;
+  const FleetVerdicts* verdicts_ = nullptr;
   std::set<actions::ActionClass> only_;
   Ledger ledger_;
   bool loaded_ = false;

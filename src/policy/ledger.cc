@@ -8,7 +8,7 @@
 namespace faultline::policy {
 namespace {
 
-constexpr std::array<std::pair<State, std::string_view>, 9> kStates = {{
+constexpr std::array<std::pair<State, std::string_view>, 11> kStates = {{
     {State::kDecided, "decided"},
     {State::kDone, "done"},
     {State::kFailed, "failed"},
@@ -18,6 +18,8 @@ constexpr std::array<std::pair<State, std::string_view>, 9> kStates = {{
     {State::kRefused, "refused"},
     {State::kNoActuator, "no_actuator"},
     {State::kResolved, "resolved"},
+    {State::kHeldForFleet, "held_for_fleet"},
+    {State::kSuperseded, "superseded_by_fleet"},
 }};
 
 std::string Attr(const ActionRecord& r, const char* name) {
@@ -51,7 +53,8 @@ std::optional<State> ParseState(std::string_view s) {
 }
 
 bool IsFinal(State s) {
-  return s == State::kDone || s == State::kDryRun || s == State::kRefused || s == State::kResolved;
+  return s == State::kDone || s == State::kDryRun || s == State::kRefused || s == State::kResolved ||
+         s == State::kSuperseded;
 }
 
 void Ledger::Remember(int64_t row_id, const ActionRecord& r) {
@@ -142,7 +145,7 @@ std::vector<const LedgerEntry*> Ledger::Pending() const {
   std::vector<const LedgerEntry*> out;
   for (const auto& [key, e] : latest_) {
     if (e.state == State::kDecided || e.state == State::kFailed || e.state == State::kHeldByBreaker ||
-        e.state == State::kHeldByCooldown) {
+        e.state == State::kHeldByCooldown || e.state == State::kHeldForFleet) {
       out.push_back(&e);
     }
   }

@@ -37,6 +37,8 @@ enum class State {
   kRefused,         // a safety rule refused it
   kNoActuator,      // enabled, but nothing configured can carry it out
   kResolved,        // an operator closed the incident (faultline resolve)
+  kHeldForFleet,    // paperwork waiting for the fleet analyzer's verdict (fleet_verdicts.h)
+  kSuperseded,      // a shared fleet cause links the diagnosis: the fleet's action replaces it
 };
 std::string_view ToString(State s);
 std::optional<State> ParseState(std::string_view s);

@@ -25,6 +25,7 @@ TEST(PolicyConfig, EveryKeyIsRead) {
 [policy]
 enable = ["drain", "cordon", "webhook", "notify_user", "facility_ticket", "rma_bundle", "reset_gpu", "reboot_node"]
 cooldown = "10m"
+fleet_hold = "2m"
 breaker_max_nodes = 5
 breaker_max_percent = 1.5
 breaker_window = "30m"
@@ -40,6 +41,7 @@ webhook_allow_http = false
   EXPECT_EQ(c->policy.enable.size(), 8u);
   EXPECT_TRUE(c->policy.Enabled(ActionClass::kDrain));
   EXPECT_EQ(c->policy.cooldown_ns, 600'000'000'000);
+  EXPECT_EQ(c->policy.fleet_hold_ns, 120'000'000'000);
   EXPECT_EQ(c->policy.breaker_max_nodes, 5);
   EXPECT_DOUBLE_EQ(c->policy.breaker_max_percent, 1.5);
   EXPECT_EQ(c->policy.breaker_window_ns, 1800'000'000'000);
@@ -50,6 +52,13 @@ webhook_allow_http = false
   auto pct = ParseAgentConfig("[policy]\nbreaker_max_percent = 5\n");
   ASSERT_TRUE(pct.ok());
   EXPECT_DOUBLE_EQ(pct->policy.breaker_max_percent, 5.0);
+  // The fleet's wait may be turned off; the cool-down may not.
+  for (const char* off : {"[policy]\nfleet_hold = \"0s\"\n", "[policy]\nfleet_hold = 0\n"}) {
+    auto zero = ParseAgentConfig(off);
+    ASSERT_TRUE(zero.ok()) << off << zero.status().ToString();
+    EXPECT_EQ(zero->policy.fleet_hold_ns, 0);
+  }
+  EXPECT_FALSE(ParseAgentConfig("[policy]\ncooldown = 0\n").ok());
 }
 
 // Malformed [policy] values are errors naming the key; the agent refuses to start on them.
@@ -66,6 +75,8 @@ TEST(PolicyConfig, MalformedValuesNameTheKey) {
       {"[policy]\nbreaker_max_percent = nan\n", "policy.breaker_max_percent"},
       {"[policy]\nbreaker_window = \"-5m\"\n", "policy.breaker_window"},
       {"[policy]\ncooldown = -60\n", "policy.cooldown"},
+      {"[policy]\nfleet_hold = -60\n", "policy.fleet_hold"},
+      {"[policy]\nfleet_hold = \"soon\"\n", "policy.fleet_hold"},
       {"[policy]\nretry_initial = \"1m\"\nretry_max = \"10s\"\n", "policy.retry_max"},
       {"[policy]\nenable = [\"webhook\"]\n", "policy.webhook_url"},
       {"[policy]\nwebhook_secret_file = \"/k\"\nwebhook_secret_env = \"K\"\n", "policy.webhook_secret_file"},
