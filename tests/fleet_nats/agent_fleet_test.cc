@@ -130,5 +130,65 @@ TEST(AgentFleet, TheAgentPublishesItsStoreWhileRunning) {
   EXPECT_EQ(e->observations[0].value, 71);
 }
 
+// The fleet analyzer's verdict comes back to the agent while it runs: the publisher's thread
+// reads the site's fleet diagnoses and stores the link for the policy (fleet_links.h).
+TEST(AgentFleet, TheFleetsVerdictOnThisNodeReachesItsStore) {
+  SKIP_WITHOUT_NATS_SERVER();
+  TempDir dir;
+  NatsServer server(dir.File("srv"), "s1");
+  ASSERT_TRUE(server.Start());
+  auto c = ConnectOrFail(OptionsFor({server.url()}));
+  ASSERT_NE(c, nullptr);
+  StreamConfig sc;
+  sc.max_bytes = 256 << 20;
+  ASSERT_TRUE(EnsureStreamRetrying(*c, sc).ok());
+
+  AgentConfig config;
+  config.agent.node = "gpu-07";
+  config.agent.store_path = dir.File("agent.db");
+  config.kmsg.enabled = false;
+  config.nvml.enabled = false;
+  config.sysfs.enabled = false;
+  config.assistant.incident_notes = false;
+  config.fleet.enabled = true;
+  config.fleet.urls = server.url();
+  config.fleet.site = "dc1";
+  config.fleet.rack = "r12";
+  config.fleet.interval_ns = 50'000'000;
+  FakeClock clock(kT0, kSec);
+  std::ostringstream log;
+  Logger logger(log, LogLevel::kDebug, clock);
+  auto agent = Agent::CreateWithSources(config, {}, clock, logger);
+  ASSERT_TRUE(agent.ok()) << agent.status().ToString();
+  Diagnosis d;
+  d.fault_class = FaultClass::kPowerInsufficient;
+  d.component = ComponentRef{ComponentType::kPsu, "0", {}};
+  d.action = Action::kFacilityTicket;
+  d.first_ns = kT0;
+  d.last_ns = kT0 + kSec;
+  auto row = (*agent)->store().PutDiagnosis("gpu-07", d, d.last_ns);
+  ASSERT_TRUE(row.ok());
+
+  fleet::Envelope e;
+  e.kind = fleet::RecordKind::kFleetDiagnosis;
+  e.place = {"dc1", "fleet", "fleet"};
+  e.msg_id = "pdu/r12-a@1";
+  e.sent_ns = kT0;
+  e.fleet = fleet::FleetDiagnosis{};
+  e.fleet->id = "pdu/r12-a/1";
+  e.fleet->cause = "pdu";
+  e.fleet->component = "pdu/r12-a";
+  e.fleet->linked = {"gpu-06#4", "gpu-07#" + std::to_string(*row)};
+  ASSERT_TRUE(c->Publish(fleet::Subject(e.place, e.kind), fleet::Encode(e), e.msg_id).ok());
+
+  (*agent)->Start();
+  ASSERT_TRUE(WaitUntil([&] {
+    auto links = (*agent)->store().ListCursors("gpu-07", "fleet_link");
+    return links.ok() && !links->empty();
+  }));
+  ASSERT_TRUE((*agent)->Stop().ok());
+  EXPECT_NE(log.str().find("linked to pdu pdu/r12-a"), std::string::npos) << log.str();
+}
+
 }  // namespace
 }  // namespace faultline::daemon
