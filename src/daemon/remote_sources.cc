@@ -16,6 +16,7 @@
 #include "sources/dcgm_exporter/dcgm_exporter.h"
 #include "sources/dcgm_exporter/http_fetcher.h"
 #include "sources/nvml/nvml_collector.h"
+#include "sources/nvml/nvml_events.h"
 #include "sources/redfish/credentials.h"
 #include "sources/redfish/curl_http_client.h"
 #include "sources/redfish/event_stream.h"
@@ -30,6 +31,7 @@ class NvmlSource final : public AgentSource {
  public:
   NvmlSource(const NvmlSection& options, const std::string& node, const Clock& clock)
       : options_(options), node_(node), clock_(clock) {}
+  ~NvmlSource() override { watch_published_ = nullptr; }
 
   std::string name() const override { return "nvml"; }
   Layer layer() const override { return Layer::kGpu; }
@@ -44,11 +46,12 @@ class NvmlSource final : public AgentSource {
       if (!opened.ok()) return opened.status();
       collector_ = std::move(opened).value();
     }
-    nvml::NvmlSample sample = collector_->Sample();
     SourceBatch batch;
+    if (watch_ == nullptr && !watch_tried_) WatchEvents(batch);
+    nvml::NvmlSample sample = collector_->Sample();
     for (const nvml::NvmlError& e : sample.errors) {
       if (e.gpu < 0 && sample.observations.empty()) {
-        collector_.reset();  // the library itself failed: reload at the next poll
+        DropLibrary();  // the library itself failed: reload at the next poll
         return Status(StatusCode::kUnavailable, "nvml: " + e.message);
       }
       batch.warnings.push_back(e.message);
@@ -58,11 +61,64 @@ class NvmlSource final : public AgentSource {
     return batch;
   }
 
+  // With NVML's event API: the poll after a critical XID, a DBE or a lost GPU runs at once
+  // (nvml_events.h), at most one such early poll a second so a storm of events cannot turn
+  // the poll into a loop. Without it: the poll interval.
+  bool CanWaitForData() const override { return watch_ != nullptr; }
+  void WaitForData(int64_t max_wait_ns) override {
+    const int64_t start = SteadyNs();
+    const int64_t since_early = start - last_early_ns_;
+    if (last_early_ns_ != 0 && since_early < kMinEarlyGapNs) {
+      SleepCancellable(std::min(kMinEarlyGapNs - since_early, max_wait_ns));
+    }
+    const int64_t left = max_wait_ns - (SteadyNs() - start);
+    if (left <= 0 || cancelled_) return;
+    if (!watch_->Wait(left).empty()) last_early_ns_ = SteadyNs();
+  }
+  void Cancel() override {
+    cancelled_ = true;
+    if (nvml::NvmlEventWatch* w = watch_published_.load()) w->Cancel();
+  }
+
  private:
+  static constexpr int64_t kMinEarlyGapNs = 1'000'000'000;
+
+  // Real time: NVML waits in real time whatever clock the agent's timestamps come from.
+  static int64_t SteadyNs() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+
+  void WatchEvents(SourceBatch& batch) {
+    watch_tried_ = true;
+    auto watch = nvml::NvmlEventWatch::Create(collector_->api());
+    if (!watch.ok()) {
+      batch.warnings.push_back(watch.status().message() + "; GPU faults are seen at the poll interval");
+      return;
+    }
+    watch_ = std::move(watch).value();
+    watch_published_ = watch_.get();
+  }
+  void DropLibrary() {
+    watch_published_ = nullptr;
+    watch_.reset();  // before the library it calls into
+    watch_tried_ = false;
+    collector_.reset();
+  }
+  void SleepCancellable(int64_t ns) {
+    const int64_t end = SteadyNs() + ns;
+    while (!cancelled_ && SteadyNs() < end) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+
   NvmlSection options_;
   std::string node_;
   const Clock& clock_;
   std::unique_ptr<nvml::NvmlCollector> collector_;
+  std::unique_ptr<nvml::NvmlEventWatch> watch_;                  // the polling thread's
+  std::atomic<nvml::NvmlEventWatch*> watch_published_{nullptr};  // for Cancel from another thread
+  bool watch_tried_ = false;
+  int64_t last_early_ns_ = 0;
+  std::atomic<bool> cancelled_{false};
 };
 
 class DcgmSource final : public AgentSource {

@@ -9,8 +9,11 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
+#include <thread>
 
+#include "core/json.h"
 #include "daemon/agent.h"
 #include "sim/fake_sysfs/fake_sysfs.h"
 #include "sim/mock_bmc/mock_bmc.h"
@@ -105,6 +108,48 @@ TEST(DaemonSources, NvmlReadsTheFakeLibrary) {
     gpu_layer += o.layer == Layer::kGpu;  // NVLink/PCIe readings are fabric-layer
   }
   EXPECT_GT(gpu_layer, 0u);
+}
+
+// With NVML's event API the source waits for news between polls: a GPU falling off the
+// bus makes WaitForData return at once (not at the 10 s interval), and the poll after it
+// reports the lost GPU, which wakes the evaluation (nvml_events.h).
+TEST(DaemonSources, NvmlWaitsForEventsAndALostGpuEndsTheWait) {
+  if (!std::filesystem::exists(FakeNvmlLibrary())) GTEST_SKIP() << "fake NVML library not built";
+  const std::string corpus = std::string(FAULTLINE_SOURCE_DIR) + "/fuzz/corpus/fake_nvml_state/hgx_h100_8gpu.json";
+  if (!std::filesystem::exists(corpus)) GTEST_SKIP() << "fake NVML state file absent";
+  ScratchDir dir("nvml_events");
+  const std::string state = dir.File("state.json");
+  Json healthy = Json::parse(std::ifstream(corpus));
+  std::ofstream(state) << healthy.dump();
+  ::setenv("FAKE_NVML_STATE", state.c_str(), 1);
+  FakeClock clock(kT0, kBoot);
+  NvmlSection options;
+  options.library_path = FakeNvmlLibrary();
+  auto source = MakeNvmlSource(options, "node7", clock);
+  ASSERT_TRUE(source->Poll(FarDeadline()).ok());
+  ASSERT_TRUE(source->CanWaitForData());
+  std::thread falls_off([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    Json lost = healthy;
+    lost["gpus"][3]["lost"] = true;
+    std::ofstream(state + ".tmp") << lost.dump();
+    std::rename((state + ".tmp").c_str(), state.c_str());
+  });
+  source->WaitForData(int64_t{600} * kSec);  // returns on the event (a hang here is the failure)
+  falls_off.join();
+  auto batch = source->Poll(FarDeadline());
+  ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+  size_t lost = 0;
+  for (const Observation& o : batch->observations) lost += o.kind == ObsKind::kGpuLost && o.component.name == "3";
+  EXPECT_EQ(lost, 1u);
+  // Nothing new: Cancel ends the next wait (the agent's stop).
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    source->Cancel();
+  });
+  source->WaitForData(int64_t{600} * kSec);
+  stopper.join();
+  ::unsetenv("FAKE_NVML_STATE");
 }
 
 TEST(DaemonSources, MissingNvmlLibraryIsAnErrorNotACrash) {

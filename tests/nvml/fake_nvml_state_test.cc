@@ -104,6 +104,26 @@ TEST(NvmlFakeStateTest, RefusesWrongTypesAndOutOfRangeValues) {
   EXPECT_NE(GpuError({{"lost_after_s", "soon"}}).find("seconds"), std::string::npos);
   EXPECT_NE(GpuError({{"errors", {{"nvmlDeviceGetUUID", -3}}}}).find("out of range"), std::string::npos);
   EXPECT_NE(GpuError({{"nvlink", {{{"active", "yes"}}}}}).find("$.gpus[0].nvlink[0].active"), std::string::npos);
+  EXPECT_NE(GpuError({{"event_types", -1}}).find("$.gpus[0].event_types"), std::string::npos);
+  EXPECT_NE(GpuError({{"event_types", "0x8"}}).find("unsigned integer"), std::string::npos);
+  EXPECT_NE(GpuError({{"xid_events", 48}}).find("must be an array"), std::string::npos);
+  EXPECT_NE(GpuError({{"xid_events", {{{"at_s", -1}, {"xid", 48}}}}}).find("xid_events[0].at_s"), std::string::npos);
+  EXPECT_NE(GpuError({{"xid_events", {{{"at_s", 1}}}}}).find("xid_events[0].xid"), std::string::npos);
+  EXPECT_NE(GpuError({{"xid_events", {{{"at_s", 1}, {"xid", 48}, {"gpu", 2}}}}}).find("unknown"), std::string::npos);
+  Json many = Json::array();
+  for (int i = 0; i < 1001; ++i) many.push_back({{"at_s", i}, {"xid", 13}});
+  EXPECT_NE(GpuError({{"xid_events", many}}).find("more than 1000"), std::string::npos);
+}
+
+TEST(NvmlFakeStateTest, ReadsEventsAndDefaultsToWhatEveryGpuSupports) {
+  auto r = ParseFakeNvmlState(R"({"gpus": [{}, {"event_types": 0, "xid_events": [{"at_s": 2.5, "xid": 94}]}]})");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->gpus[0].event_types, 0xbu);
+  EXPECT_TRUE(r->gpus[0].xid_events.empty());
+  EXPECT_EQ(r->gpus[1].event_types, 0u);
+  ASSERT_EQ(r->gpus[1].xid_events.size(), 1u);
+  EXPECT_DOUBLE_EQ(r->gpus[1].xid_events[0].at_s, 2.5);
+  EXPECT_EQ(r->gpus[1].xid_events[0].xid, 94u);
 }
 
 TEST(NvmlFakeStateTest, RefusesOversizedInput) {

@@ -16,14 +16,19 @@
 // which lacks the functions newer drivers added, to test the older-driver path.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <list>
+#include <map>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "sim/fake_nvml/fake_nvml_state.h"
 #include "sources/nvml/nvml_abi.h"
@@ -49,8 +54,16 @@ struct Slot {
   unsigned index;
 };
 
+// An event set: the GPUs registered on it, with their masks, and what it has delivered.
+struct FakeEventSet {
+  std::map<unsigned, unsigned long long> registered;     // NOLINT(runtime/int): GPU index -> mask
+  std::set<unsigned> lost_delivered;                     // GPUs whose XID 79 was delivered
+  std::set<std::pair<unsigned, size_t>> xids_delivered;  // (GPU, index into xid_events)
+};
+
 struct FakeProcess {
   std::mutex mu;
+  std::list<FakeEventSet> event_sets;  // stable addresses: a set handle is one's address
   int init_count = 0;
   std::string path;
   FileId file;
@@ -393,6 +406,115 @@ FAKE_NVML_EXPORT NvmlReturn nvmlDeviceGetNvLinkErrorCounter(NvmlDevice d, unsign
         return nv::kErrorNotSupported;
     }
   });
+}
+
+// Events. The wait polls the state file (as a real set would be told by the driver) every
+// 25 ms until an undelivered event is due or the timeout passes (the agent-rest bench runs
+// against this library: a tighter poll would bill the agent for the fake's own checking).
+namespace {
+
+FakeEventSet* FindSet(FakeProcess& p, nv::NvmlEventSet set) {
+  for (FakeEventSet& s : p.event_sets) {
+    if (reinterpret_cast<nv::NvmlEventSet>(&s) == set) return &s;
+  }
+  return nullptr;
+}
+
+double SecondsSinceInit(const FakeProcess& p) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - p.init_time).count();
+}
+
+// The next event due on `set`, marked delivered; false when none.
+bool NextEvent(FakeProcess& p, FakeEventSet& set, nv::NvmlEventData* out) {
+  for (const auto& [index, mask] : set.registered) {
+    if (index >= p.state.gpus.size()) continue;
+    const FakeGpu& g = p.state.gpus[index];
+    if ((mask & nv::kEventXidCritical) == 0) continue;
+    NvmlDevice device = reinterpret_cast<NvmlDevice>(&p.slots[index]);
+    if (IsLost(p, g) && !set.lost_delivered.count(index)) {
+      set.lost_delivered.insert(index);
+      *out = nv::NvmlEventData{device, nv::kEventXidCritical, 79, 0xFFFFFFFF, 0xFFFFFFFF};
+      return true;
+    }
+    for (size_t i = 0; i < g.xid_events.size(); ++i) {
+      if (g.xid_events[i].at_s > SecondsSinceInit(p) || set.xids_delivered.count({index, i})) continue;
+      set.xids_delivered.insert({index, i});
+      *out = nv::NvmlEventData{device, nv::kEventXidCritical, g.xid_events[i].xid, 0xFFFFFFFF, 0xFFFFFFFF};
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+FAKE_NVML_EXPORT NvmlReturn nvmlEventSetCreate(nv::NvmlEventSet* set) {
+  FakeProcess& p = Process();
+  std::lock_guard<std::mutex> lock(p.mu);
+  if (p.init_count == 0) return nv::kErrorUninitialized;
+  if (set == nullptr) return nv::kErrorInvalidArgument;
+  if (NvmlReturn rc = InjectedError(p.state.errors, "nvmlEventSetCreate"); rc != nv::kSuccess) return rc;
+  if (p.event_sets.size() >= 64) return nv::kErrorMemory;  // bounded, as a real library is
+  p.event_sets.emplace_back();
+  *set = reinterpret_cast<nv::NvmlEventSet>(&p.event_sets.back());
+  return nv::kSuccess;
+}
+
+FAKE_NVML_EXPORT NvmlReturn nvmlEventSetFree(nv::NvmlEventSet set) {
+  FakeProcess& p = Process();
+  std::lock_guard<std::mutex> lock(p.mu);
+  for (auto it = p.event_sets.begin(); it != p.event_sets.end(); ++it) {
+    if (reinterpret_cast<nv::NvmlEventSet>(&*it) == set) {
+      p.event_sets.erase(it);
+      return nv::kSuccess;
+    }
+  }
+  return nv::kErrorInvalidArgument;
+}
+
+FAKE_NVML_EXPORT NvmlReturn nvmlDeviceGetSupportedEventTypes(NvmlDevice d, unsigned long long* types) {  // NOLINT
+  return WithGpu("nvmlDeviceGetSupportedEventTypes", d, [&](const FakeGpu& g) {
+    if (types == nullptr) return nv::kErrorInvalidArgument;
+    *types = g.event_types;
+    return nv::kSuccess;
+  });
+}
+
+FAKE_NVML_EXPORT NvmlReturn nvmlDeviceRegisterEvents(NvmlDevice d, unsigned long long types,  // NOLINT
+                                                     nv::NvmlEventSet set) {
+  const unsigned index = reinterpret_cast<const Slot*>(d) - Process().slots;
+  NvmlReturn rc = WithGpu("nvmlDeviceRegisterEvents", d, [&](const FakeGpu& g) {
+    return (types & ~g.event_types) != 0 ? nv::kErrorNotSupported : nv::kSuccess;
+  });
+  if (rc != nv::kSuccess) return rc;
+  FakeProcess& p = Process();
+  std::lock_guard<std::mutex> lock(p.mu);
+  FakeEventSet* s = FindSet(p, set);
+  if (s == nullptr) return nv::kErrorInvalidArgument;
+  s->registered[index] |= types;
+  return nv::kSuccess;
+}
+
+FAKE_NVML_EXPORT NvmlReturn nvmlEventSetWait_v2(nv::NvmlEventSet set, nv::NvmlEventData* data,
+                                                unsigned int timeout_ms) {
+  if (data == nullptr) return nv::kErrorInvalidArgument;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    {
+      FakeProcess& p = Process();
+      std::lock_guard<std::mutex> lock(p.mu);
+      if (p.init_count == 0) return nv::kErrorUninitialized;
+      if (NvmlReturn rc = InjectedError(p.state.errors, "nvmlEventSetWait_v2"); rc != nv::kSuccess) return rc;
+      FakeEventSet* s = FindSet(p, set);
+      if (s == nullptr) return nv::kErrorInvalidArgument;
+      Refresh(p, /*first=*/false);  // a test or the simulator rewrites the state to inject
+      if (NextEvent(p, *s, data)) return nv::kSuccess;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= end) return nv::kErrorTimeout;
+    std::this_thread::sleep_for(
+        std::min<std::chrono::steady_clock::duration>(end - now, std::chrono::milliseconds(25)));
+  }
 }
 
 #endif  // FAKE_NVML_LEGACY

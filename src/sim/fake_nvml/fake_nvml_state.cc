@@ -14,6 +14,10 @@ using Json = nlohmann::json;
 
 constexpr std::string_view kFunctions[] = {
     "nvmlInit_v2",
+    "nvmlEventSetCreate",
+    "nvmlEventSetWait_v2",
+    "nvmlDeviceGetSupportedEventTypes",
+    "nvmlDeviceRegisterEvents",
     "nvmlDeviceGetCount_v2",
     "nvmlDeviceGetHandleByIndex_v2",
     "nvmlDeviceGetName",
@@ -146,12 +150,13 @@ class StateParser {
     return CheckObject(g, path,
                        {"name", "uuid", "serial", "pci_bus_id", "ecc", "ecc_locations", "retired_pages",
                         "remapped_rows", "temperature", "power", "clocks", "clock_event_reasons", "pcie", "nvlink",
-                        "errors", "lost", "lost_after_s"}) &&
+                        "errors", "lost", "lost_after_s", "event_types", "xid_events"}) &&
            ReadString(g, path, "name", gpu.name) && ReadString(g, path, "uuid", gpu.uuid) &&
            ReadString(g, path, "serial", gpu.serial) && ReadString(g, path, "pci_bus_id", gpu.pci_bus_id) &&
            ParseEcc(g, path, gpu) && ParseEccLocations(g, path, gpu) && ParseRetiredAndRemap(g, path, gpu) &&
            ParseThermalPowerClocks(g, path, gpu) && ParseClockReasons(g, path, gpu) && ParsePcie(g, path, gpu) &&
-           ParseNvlinks(g, path, gpu) && ReadErrors(g, path, gpu.errors) && ParseLost(g, path, gpu);
+           ParseNvlinks(g, path, gpu) && ReadErrors(g, path, gpu.errors) && ParseLost(g, path, gpu) &&
+           ParseEvents(g, path, gpu);
   }
 
   // Calls fn(sub-object, its path, error-type index, counter index) for each present
@@ -292,6 +297,32 @@ class StateParser {
       }
       gpu.nvlinks.push_back(FakeLink{active.value_or(true), flit.value_or(0), data.value_or(0), replay.value_or(0),
                                      recovery.value_or(0)});
+    }
+    return true;
+  }
+
+  bool ParseEvents(const Json& g, const std::string& path, FakeGpu& gpu) {
+    if (auto t = g.find("event_types"); t != g.end()) {
+      if (!t->is_number_unsigned()) return Fail(path + ".event_types", "must be an unsigned integer mask");
+      gpu.event_types = t->get<uint64_t>();
+    }
+    auto list = g.find("xid_events");
+    if (list == g.end()) return true;
+    if (!list->is_array()) return Fail(path + ".xid_events", "must be an array");
+    if (list->size() > kMaxXidEvents) return Fail(path + ".xid_events", "more than 1000 events");
+    for (size_t i = 0; i < list->size(); ++i) {
+      const Json& e = (*list)[i];
+      const std::string at = path + ".xid_events[" + std::to_string(i) + "]";
+      if (!CheckObject(e, at, {"at_s", "xid"})) return false;
+      auto when = e.find("at_s");
+      auto xid = e.find("xid");
+      if (when == e.end() || !when->is_number() || when->get<double>() < 0 || !(when->get<double>() < 1e9)) {
+        return Fail(at + ".at_s", "must be a number of seconds >= 0");
+      }
+      if (xid == e.end() || !xid->is_number_unsigned() || xid->get<uint64_t>() > 1'000'000) {
+        return Fail(at + ".xid", "must be an XID number (0..1000000)");
+      }
+      gpu.xid_events.push_back({when->get<double>(), xid->get<uint64_t>()});
     }
     return true;
   }

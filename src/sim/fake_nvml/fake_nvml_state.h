@@ -63,7 +63,20 @@ struct FakeGpu {
   // passed since nvmlInit (0 = at once). Unset = never lost.
   std::optional<double> lost_after_s;
   int lost_code = 15;  // NVML_ERROR_GPU_IS_LOST
+  // Events (nvmlDeviceGetSupportedEventTypes / nvmlEventSetWait_v2). `event_types` is the
+  // supported mask; absent = single- and double-bit ECC and critical XIDs, which every
+  // data-center GPU supports on Linux. A lost GPU delivers one critical XID 79 event to each
+  // set it is registered on; `xid_events` are further critical XIDs, each delivered once
+  // `at_s` seconds after nvmlInit.
+  uint64_t event_types = 0x1 | 0x2 | 0x8;
+  struct XidEvent {
+    double at_s = 0;
+    uint64_t xid = 0;
+  };
+  std::vector<XidEvent> xid_events;  // at most kMaxXidEvents
 };
+
+inline constexpr size_t kMaxXidEvents = 1000;
 
 struct FakeNvmlState {
   std::vector<FakeGpu> gpus;

@@ -134,7 +134,27 @@ struct NvmlFieldValue {
   NvmlValue value;
 };
 
+// nvmlEventSet_t: an opaque handle owned by the library.
+struct NvmlEventSetOpaque;
+using NvmlEventSet = NvmlEventSetOpaque*;
+
+// nvmlEventType bits (nvmlDeviceRegisterEvents / nvmlDeviceGetSupportedEventTypes).
+inline constexpr unsigned long long kEventSingleBitEcc = 0x1;       // NOLINT(runtime/int)
+inline constexpr unsigned long long kEventDoubleBitEcc = 0x2;       // NOLINT(runtime/int)
+inline constexpr unsigned long long kEventXidCritical = 0x8;        // NOLINT(runtime/int)
+inline constexpr unsigned long long kEventGpuUnavailable = 0x4000;  // NOLINT(runtime/int)
+
+// nvmlEventData_t
+struct NvmlEventData {
+  NvmlDevice device;
+  unsigned long long event_type;  // NOLINT(runtime/int): ABI type
+  unsigned long long event_data;  // NOLINT(runtime/int): ABI type; the XID for kEventXidCritical
+  unsigned int gpu_instance_id;
+  unsigned int compute_instance_id;
+};
+
 static_assert(sizeof(NvmlPciInfo) == 68, "nvmlPciInfo_t layout");
+static_assert(sizeof(NvmlEventData) == 32, "nvmlEventData_t layout");
 static_assert(sizeof(NvmlFieldValue) == 40, "nvmlFieldValue_t layout");
 
 }  // namespace faultline::nvml

@@ -81,6 +81,11 @@ void ResolveThermalPowerFabric(void* handle, NvmlApi& api, std::vector<std::stri
   Resolve(handle, "nvmlDeviceGetMaxPcieLinkWidth", api.get_max_pcie_link_width, missing);
   Resolve(handle, "nvmlDeviceGetNvLinkState", api.get_nvlink_state, missing);
   Resolve(handle, "nvmlDeviceGetNvLinkErrorCounter", api.get_nvlink_error_counter, missing);
+  Resolve(handle, "nvmlEventSetCreate", api.event_set_create, missing);
+  Resolve(handle, "nvmlEventSetFree", api.event_set_free, missing);
+  Resolve(handle, "nvmlDeviceGetSupportedEventTypes", api.get_supported_event_types, missing);
+  Resolve(handle, "nvmlDeviceRegisterEvents", api.register_events, missing);
+  Resolve(handle, "nvmlEventSetWait_v2", api.event_set_wait, missing);
 }
 
 std::string JoinNames(const std::vector<std::string>& names) {

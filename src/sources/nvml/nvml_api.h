@@ -56,6 +56,13 @@ struct NvmlApi {
   NvmlReturn (*get_nvlink_state)(NvmlDevice, unsigned int, int*) = nullptr;  // link, nvmlEnableState_t out
   // (device, link, nvmlNvLinkErrorCounter_t, value)
   NvmlReturn (*get_nvlink_error_counter)(NvmlDevice, unsigned int, int, unsigned long long*) = nullptr;  // NOLINT
+
+  // Optional, events (nvml_events.h): all five or the poll is not woken early.
+  NvmlReturn (*event_set_create)(NvmlEventSet*) = nullptr;                                // nvmlEventSetCreate
+  NvmlReturn (*event_set_free)(NvmlEventSet) = nullptr;                                   // nvmlEventSetFree
+  NvmlReturn (*get_supported_event_types)(NvmlDevice, unsigned long long*) = nullptr;     // NOLINT(runtime/int)
+  NvmlReturn (*register_events)(NvmlDevice, unsigned long long, NvmlEventSet) = nullptr;  // NOLINT(runtime/int)
+  NvmlReturn (*event_set_wait)(NvmlEventSet, NvmlEventData*, unsigned int) = nullptr;     // nvmlEventSetWait_v2
 };
 
 // The NVML identifier of a return code ("GPU_IS_LOST"), or "ERROR_<n>" for codes this

@@ -92,6 +92,9 @@ class NvmlCollector {
   void Run(int count, std::chrono::nanoseconds interval, const NvmlSink& sink);
 
   const NvmlOptions& options() const { return options_; }
+  // The function table it calls through (valid while the collector lives): for an
+  // NvmlEventWatch on the same initialised library.
+  const NvmlApi& api() const { return api_; }
 
  private:
   NvmlCollector(std::unique_ptr<NvmlLibrary> library, NvmlOptions options);
