@@ -228,6 +228,7 @@ struct StoreView {
   std::vector<Observation> history;  // the node's newest observations, oldest first
   std::vector<Observation> kernel;   // kernel lines in the window
   std::vector<Observation> sel;      // SEL entries in the window
+  std::vector<ActionRecord> notes;   // the assistant's notes for the diagnosis, oldest first
   bool kernel_truncated = false;
   bool sel_truncated = false;
   bool history_truncated = false;
@@ -319,6 +320,21 @@ Result<StoreView> ReadStore(Store& store, BundleKind kind, const BundleOptions& 
   auto sel = Newest(store, sq, options.max_lines, v.sel_truncated, v.bad_rows);
   if (!sel.ok()) return sel.status();
   v.sel = std::move(sel).value();
+  // The assistant's notes (docs/assistant.md "In the agent"): action rows of kind
+  // assistant_transcript linked to this diagnosis, the deterministic one and a model's.
+  RecordQuery nq;
+  nq.node = v.node;
+  nq.limit = 0;
+  auto actions = store.ListActions(nq);
+  if (!actions.ok()) return actions.status();
+  for (auto& row : actions->rows) {
+    auto kind = row.value.attrs.find("kind");
+    if (row.value.diagnosis_id != v.diagnosis_id || kind == row.value.attrs.end() ||
+        kind->second != "assistant_transcript") {
+      continue;
+    }
+    v.notes.push_back(std::move(row.value));
+  }
   return v;
 }
 
@@ -429,6 +445,67 @@ Json DiagnosisJson(const StoreView& v, BundleKind kind, const BundleOptions& opt
               {"diagnosis", dx}};
 }
 
+std::string Attr(const ActionRecord& a, const char* key) {
+  auto it = a.attrs.find(key);
+  return it == a.attrs.end() ? std::string() : it->second;
+}
+
+// The assistant's notes in summary.md: written by the assistant (a model's included), so
+// marked as not evidence; quoted line by line like every other stored text.
+void AssistantNotes(std::string& md, const StoreView& v) {
+  if (v.notes.empty()) return;
+  md += "## Assistant's notes (not evidence: the evidence is listed above and in the files)\n\n";
+  for (const ActionRecord& n : v.notes) {
+    const bool llm = Attr(n, "mode") == "llm";
+    md += "### " + Iso(n.time_ns) + ": " + (llm ? "model " + Md(Attr(n, "model")) : std::string("deterministic")) +
+          " (" + Md(n.outcome) + ")\n\n";
+    std::istringstream lines(n.reason);
+    size_t count = 0;
+    for (std::string line; std::getline(lines, line);) {
+      if (++count > 80) {
+        md += "> ...\n";
+        break;
+      }
+      md += line.find_first_not_of(" \t\r") == std::string::npos ? ">\n" : "> " + Md(line) + "\n";
+    }
+    md += "\n";
+  }
+}
+
+// assistant_notes.json: each note with its answer, proposals (and their verdicts) and the
+// model's full transcript, redacted like the other files.
+Json NotesJson(const StoreView& v) {
+  std::function<void(Json&)> scrub = [&](Json& j) {
+    if (j.is_string()) {
+      j = RedactSecrets(j.get<std::string>());
+    } else if (j.is_structured()) {
+      for (auto& child : j) scrub(child);
+    }
+  };
+  Json list = Json::array();
+  for (const ActionRecord& n : v.notes) {
+    Json j{{"time", Iso(n.time_ns)},          {"mode", Attr(n, "mode")},
+           {"model", Attr(n, "model")},       {"outcome", n.outcome},
+           {"question", Attr(n, "question")}, {"steps", Attr(n, "steps")},
+           {"tokens", Attr(n, "tokens")},     {"text", n.reason}};
+    for (const char* k : {"answer", "proposals", "transcript"}) {
+      Json parsed = Json::parse(Attr(n, k), nullptr, false);
+      j[k] = parsed.is_discarded() ? Json(nullptr) : std::move(parsed);
+    }
+    list.push_back(std::move(j));
+  }
+  scrub(list);
+  return Json{{"diagnosis_id", v.diagnosis_id}, {"notes", list}};
+}
+
+// Adds assistant_notes.json (only when the diagnosis has notes: older bundles keep their files).
+void AddNotesFile(Bundle& b, std::string& summary, const StoreView& v) {
+  if (v.notes.empty()) return;
+  summary += "- `assistant_notes.json`: the assistant's notes (" + std::to_string(v.notes.size()) +
+             "), with a model's proposals, their verdicts and its transcript\n";
+  b.files.push_back({"assistant_notes.json", NotesJson(v).dump(2, ' ', false, Json::error_handler_t::replace) + "\n"});
+}
+
 std::string PartLabel(ComponentType t) {
   switch (t) {
     case ComponentType::kGpu:
@@ -528,6 +605,7 @@ Bundle RmaBundle(const StoreView& v, const BundleOptions& options) {
   md += "## Counters of the part (first and latest value of each series)\n\n";
   SeriesTable(md, LatestBySeries(counters), "counters.csv", v.dx.component.Id());
   md += "## Node facts\n\n" + FactsTable(facts);
+  AssistantNotes(md, v);
   md +=
       "## Files\n\n"
       "- `summary.md`: this page\n"
@@ -550,6 +628,7 @@ Bundle RmaBundle(const StoreView& v, const BundleOptions& options) {
              {"kernel.log", RawFile(v.kernel, v.kernel_truncated, "Kernel log lines", v)},
              {"bmc_sel.log", RawFile(v.sel, v.sel_truncated, "BMC SEL entries", v)},
              {"node_facts.json", facts.dump(2) + "\n"}};
+  AddNotesFile(b, b.files.front().data, v);
   return b;
 }
 
@@ -584,6 +663,7 @@ Bundle FacilityTicket(const StoreView& v, const BundleOptions& options) {
   WhatFailed(md, v);
   md += "## Readings in the window (" + Iso(v.since_ns) + " to " + Iso(v.until_ns) + ")\n\n";
   SeriesTable(md, LatestBySeries(readings), "readings.csv", v.dx.component.Id());
+  AssistantNotes(md, v);
   md +=
       "## Files\n\n"
       "- `summary.md`: this page\n"
@@ -599,6 +679,7 @@ Bundle FacilityTicket(const StoreView& v, const BundleOptions& options) {
              {"readings.csv", CsvRows(readings)},
              {"bmc_sel.log", RawFile(v.sel, v.sel_truncated, "BMC SEL entries", v)},
              {"node_facts.json", facts.dump(2) + "\n"}};
+  AddNotesFile(b, b.files.front().data, v);
   return b;
 }
 

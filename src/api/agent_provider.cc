@@ -31,6 +31,14 @@ Result<std::vector<SourceHealth>> AgentProvider::Sources(int64_t /*since_ns*/) {
 
 std::optional<daemon::LatencyHistogram> AgentProvider::EvaluationLatency() { return agent_.stats().evaluation_latency; }
 
+std::vector<std::pair<std::string, uint64_t>> AgentProvider::AssistantCounters() {
+  if (agent_.investigator() == nullptr) return {};
+  const daemon::InvestigatorStats s = agent_.stats().investigations;
+  return {{"answered", s.answered},       {"failed", s.failures}, {"cancelled", s.cancelled},
+          {"over_budget", s.over_budget}, {"dropped", s.dropped}, {"coalesced", s.coalesced},
+          {"store_error", s.store_errors}};
+}
+
 Result<Json> AgentProvider::Resolve(int64_t diagnosis_id, const std::string& fixed_by) {
   const policy::PolicyConfig& policy = agent_.config().policy;
   // The platform the agent's own policy acts on (its own actuators: they are used by the

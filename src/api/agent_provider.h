@@ -19,6 +19,7 @@ class AgentProvider final : public StoreProvider {
 
   Result<std::vector<SourceHealth>> Sources(int64_t since_ns) override;
   std::optional<daemon::LatencyHistogram> EvaluationLatency() override;
+  std::vector<std::pair<std::string, uint64_t>> AssistantCounters() override;
   // Through policy::ResolveIncident; on Slurm (the [policy] platform) the node is resumed
   // only when faultline drained it for this diagnosis.
   Result<Json> Resolve(int64_t diagnosis_id, const std::string& fixed_by) override;

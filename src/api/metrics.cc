@@ -627,6 +627,11 @@ Result<std::string> RenderMetrics(DataProvider& provider, const MetricsOptions& 
                      "Time of one evaluation (detectors, isolator, stored findings and diagnosis).", {{"node", node}},
                      *latency);
   }
+  for (const auto& [outcome, count] : provider.AssistantCounters()) {
+    out.Add("faultline_assistant_investigations_total", "counter",
+            "The agent's model investigations (docs/assistant.md \"In the agent\"), by outcome.",
+            {{"node", node}, {"outcome", outcome}}, static_cast<double>(count));
+  }
   if (Status s = AddReadings(provider, options, *now, out); !s.ok()) return s;
   // Written last, it counts every series left out of this scrape (never itself cut).
   const size_t dropped = out.dropped();

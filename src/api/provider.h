@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "assistant/retriever.h"
@@ -65,6 +66,9 @@ class DataProvider {
   virtual Result<int64_t> Acknowledge(int64_t diagnosis_id, const std::string& note) = 0;
   // The live agent's evaluation latency; a stored run has none (nullopt).
   virtual std::optional<daemon::LatencyHistogram> EvaluationLatency() { return std::nullopt; }
+  // The live agent's model investigations (daemon/incident_investigator.h), by outcome
+  // ("answered", "failed", ...); empty for a stored run or an agent without a model.
+  virtual std::vector<std::pair<std::string, uint64_t>> AssistantCounters() { return {}; }
   // Closes an incident as `faultline resolve` does (the platform resumed only when faultline
   // took the node out for it); returns the JSON of what was done. kPermissionDenied over
   // read-only data, kNotFound for an unknown id.

@@ -24,6 +24,8 @@ void AddCollectKmsgCommand(CliApp& app);
 void AddCollectNvmlCommand(CliApp& app);
 void AddCollectDcgmCommand(CliApp& app);
 void AddCollectSysfsCommand(CliApp& app);
+void AddCollectAmdCommand(CliApp& app);  // cmd_collect_amd.cc: AMD Instinct GPUs (AMD SMI / amdgpu sysfs)
+void AddCollectEthernetCommand(CliApp& app);  // cmd_collect_ethernet.cc: RoCE / Ethernet fabric
 void AddCollectRedfishCommand(CliApp& app);
 void AddCollectIpmiCommand(CliApp& app);
 void AddAgentCommand(CliApp& app);

@@ -11,7 +11,9 @@ using Registrar = void (*)(faultline::cli::CliApp&);
 constexpr Registrar kCommands[] = {
     faultline::cli::AddDiagnoseCommand,     faultline::cli::AddCollectKmsgCommand,
     faultline::cli::AddCollectNvmlCommand,  faultline::cli::AddCollectDcgmCommand,
-    faultline::cli::AddCollectSysfsCommand, faultline::cli::AddCollectRedfishCommand,
+    faultline::cli::AddCollectSysfsCommand, faultline::cli::AddCollectEthernetCommand,
+    faultline::cli::AddCollectAmdCommand,
+    faultline::cli::AddCollectRedfishCommand,
     faultline::cli::AddCollectIpmiCommand,  faultline::cli::AddAgentCommand,
     faultline::cli::AddWhySlowCommand,      faultline::cli::AddServeCommand,
     faultline::cli::AddRmaBundleCommand,    faultline::cli::AddCheckCommand,

@@ -40,7 +40,7 @@ constexpr NameTable<Layer, 5> kLayers{{
     {Layer::kWorkload, "workload"},
 }};
 
-constexpr NameTable<Source, 9> kSources{{
+constexpr NameTable<Source, 10> kSources{{
     {Source::kRedfish, "redfish"},
     {Source::kNvml, "nvml"},
     {Source::kDcgmExporter, "dcgm-exporter"},
@@ -50,9 +50,10 @@ constexpr NameTable<Source, 9> kSources{{
     {Source::kReplay, "replay"},
     {Source::kWorkload, "workload"},
     {Source::kSim, "sim"},
+    {Source::kAmdSmi, "amdsmi"},
 }};
 
-constexpr NameTable<ObsKind, 56> kObsKinds{{
+constexpr NameTable<ObsKind, 61> kObsKinds{{
     {ObsKind::kXid, "xid"},
     {ObsKind::kSxid, "sxid"},
     {ObsKind::kXidRecoveryAction, "xid_recovery_action"},
@@ -63,6 +64,7 @@ constexpr NameTable<ObsKind, 56> kObsKinds{{
     {ObsKind::kKernelHang, "kernel_hang"},
     {ObsKind::kDriverError, "driver_error"},
     {ObsKind::kNicEvent, "nic_event"},
+    {ObsKind::kAmdgpuEvent, "amdgpu_event"},
     {ObsKind::kSelEntry, "sel_entry"},
     {ObsKind::kPsuState, "psu_state"},
     {ObsKind::kTemperature, "temperature"},
@@ -106,6 +108,10 @@ constexpr NameTable<ObsKind, 56> kObsKinds{{
     {ObsKind::kIbRcvError, "ib_rcv_error"},
     {ObsKind::kIbLinkIntegrity, "ib_link_integrity"},
     {ObsKind::kIbXmitDiscards, "ib_xmit_discards"},
+    {ObsKind::kRoceCounter, "roce_counter"},
+    {ObsKind::kEthCounter, "eth_counter"},
+    {ObsKind::kEthLinkState, "eth_link_state"},
+    {ObsKind::kEthSpeed, "eth_speed"},
     {ObsKind::kStepTime, "step_time"},
     {ObsKind::kThroughput, "throughput"},
     {ObsKind::kOther, "other"},
@@ -118,7 +124,7 @@ constexpr NameTable<Severity, 4> kSeverities{{
     {Severity::kFatal, "fatal"},
 }};
 
-constexpr NameTable<FaultClass, 26> kFaultClasses{{
+constexpr NameTable<FaultClass, 27> kFaultClasses{{
     {FaultClass::kPowerSupply, "power_supply"},
     {FaultClass::kPowerInsufficient, "power_insufficient"},
     {FaultClass::kVoltageOutOfRange, "voltage_out_of_range"},
@@ -143,6 +149,7 @@ constexpr NameTable<FaultClass, 26> kFaultClasses{{
     {FaultClass::kNvswitchFault, "nvswitch_fault"},
     {FaultClass::kIbLinkErrors, "ib_link_errors"},
     {FaultClass::kIbLinkDown, "ib_link_down"},
+    {FaultClass::kFabricCongestion, "fabric_congestion"},
     {FaultClass::kWorkloadImbalance, "workload_imbalance"},
     {FaultClass::kNone, "none"},
 }};
@@ -162,7 +169,7 @@ constexpr NameTable<Action, 12> kActions{{
     {Action::kRma, "rma"},
 }};
 
-constexpr NameTable<ComponentType, 11> kComponentTypes{{
+constexpr NameTable<ComponentType, 13> kComponentTypes{{
     {ComponentType::kGpu, "gpu"},
     {ComponentType::kPsu, "psu"},
     {ComponentType::kFan, "fan"},
@@ -174,6 +181,8 @@ constexpr NameTable<ComponentType, 11> kComponentTypes{{
     {ComponentType::kIb, "ib"},
     {ComponentType::kChassis, "chassis"},
     {ComponentType::kHost, "host"},
+    {ComponentType::kRoce, "roce"},
+    {ComponentType::kEth, "eth"},
 }};
 
 }  // namespace
@@ -251,6 +260,7 @@ bool IsKernelEventKind(ObsKind k) {
     case ObsKind::kKernelHang:
     case ObsKind::kDriverError:
     case ObsKind::kNicEvent:
+    case ObsKind::kAmdgpuEvent:
       return true;
     default:
       return false;

@@ -21,7 +21,7 @@ namespace faultline {
 enum class Layer { kOob, kGpu, kOs, kFabric, kWorkload };
 
 // Where an observation came from.
-enum class Source { kRedfish, kNvml, kDcgmExporter, kKmsg, kSysfs, kIpmi, kReplay, kWorkload, kSim };
+enum class Source { kRedfish, kNvml, kDcgmExporter, kKmsg, kSysfs, kIpmi, kReplay, kWorkload, kSim, kAmdSmi };
 
 // What an observation measures or reports. Counters carry their cumulative value;
 // detectors compute rates from consecutive samples.
@@ -37,6 +37,7 @@ enum class ObsKind {
   kKernelHang,
   kDriverError,
   kNicEvent,
+  kAmdgpuEvent,  // an amdgpu driver line (RAS, reset, ring timeout): attrs event/block (docs/amd.md)
   // out-of-band
   kSelEntry,
   kPsuState,
@@ -83,6 +84,12 @@ enum class ObsKind {
   kIbRcvError,
   kIbLinkIntegrity,
   kIbXmitDiscards,
+  // RoCE / Ethernet (sources/ethernet): an RDMA port's hw_counters, an interface's
+  // counters (sysfs, ethtool stats), its operstate/carrier and its negotiated speed.
+  kRoceCounter,
+  kEthCounter,
+  kEthLinkState,
+  kEthSpeed,
   // workload
   kStepTime,
   kThroughput,
@@ -117,6 +124,8 @@ enum class FaultClass {
   kNvswitchFault,
   kIbLinkErrors,
   kIbLinkDown,
+  // PFC pause storms, ECN/CNP surges without loss: the fabric or the traffic, not a part.
+  kFabricCongestion,
   kWorkloadImbalance,
   kNone,
 };
@@ -138,7 +147,23 @@ enum class Action {
 };
 
 // The kinds of physical or logical part a finding can name (DESIGN.md "component").
-enum class ComponentType { kGpu, kPsu, kFan, kSensor, kCoolant, kPcie, kNvlink, kNvswitch, kIb, kChassis, kHost };
+// kRoce: an RDMA port whose link layer is Ethernet ("roce/mlx5_0/1"); kEth: an Ethernet
+// interface ("eth/eth2").
+enum class ComponentType {
+  kGpu,
+  kPsu,
+  kFan,
+  kSensor,
+  kCoolant,
+  kPcie,
+  kNvlink,
+  kNvswitch,
+  kIb,
+  kChassis,
+  kHost,
+  kRoce,
+  kEth,
+};
 
 // A typed component reference: `type/name` is the canonical id ("gpu/3", "pcie/0000:3b:00.0",
 // "nvlink/3/11"). `keys` carries every identity key known for it (uuid, serial, bdf, slot, ...),

@@ -66,7 +66,7 @@ Result<std::unique_ptr<Agent>> Agent::Finish(std::unique_ptr<Agent> agent) {
   agent->remediation_ = std::move(remediation).value();
   AssistantSection notes = agent->config_.assistant;
   if (notes.index_dir.empty()) notes.index_dir = agent->config_.agent.store_path + ".kb-index";
-  agent->notes_ = std::make_unique<IncidentNotes>(notes, *agent->store_, agent->node_, agent->logger_);
+  agent->notes_ = std::make_unique<IncidentNotes>(notes, *agent->store_, agent->node_, agent->clock_, agent->logger_);
   if (agent->config_.fleet.enabled) {
     agent->fleet_ = std::make_unique<FleetPublisher>(
         *agent->store_, FleetPublisherOptionsFor(agent->config_.fleet, agent->node_), agent->clock_, &agent->logger_);
@@ -115,6 +115,8 @@ int64_t Agent::IntervalFor(const AgentSource& s) const {
   if (name == "dcgm_exporter") return config_.dcgm_exporter.interval_ns;
   if (name == "redfish") return config_.redfish.interval_ns;
   if (name == "sysfs") return config_.sysfs.interval_ns;
+  if (name == "ethernet") return config_.ethernet.interval_ns;
+  if (name == "amd") return config_.amd.interval_ns;
   return config_.workload.interval_ns;
 }
 
@@ -378,6 +380,9 @@ Status Agent::Stop() {
   for (std::thread& t : threads_) t.join();
   threads_.clear();
   if (fleet_) fleet_->Stop();  // before the store closes under it
+  // The model's worker too (its request in flight cancelled); the last evaluation below
+  // queues no investigation.
+  if (notes_) notes_->StopInvestigations();
   // Threads shut their own source down; without them (RunOnce) it happens here.
   if (!was_running) {
     for (auto& s : sources_) s->source->Shutdown();
@@ -411,7 +416,9 @@ Status Agent::RunFor(std::chrono::nanoseconds duration) {
 
 AgentStats Agent::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
+  AgentStats out = stats_;
+  if (notes_) out.investigations = notes_->investigation_stats();  // live: its worker runs on its own
+  return out;
 }
 
 std::vector<SourceStatus> Agent::SourceStatuses() const {

@@ -69,7 +69,8 @@ struct AgentStats {
   uint64_t retention_runs = 0;
   uint64_t policy_decisions = 0;  // remediation decision rows stored (daemon/remediation.h)
   uint64_t policy_errors = 0;
-  uint64_t incident_notes = 0;  // assistant notes stored (daemon/incident_notes.h)
+  uint64_t incident_notes = 0;          // assistant notes stored (daemon/incident_notes.h)
+  InvestigatorStats investigations;     // the model's, with [assistant] llm_url (daemon/incident_investigator.h)
   LatencyHistogram evaluation_latency;  // one Pipeline::Evaluate, monotonic clock
 };
 
@@ -149,6 +150,9 @@ class Agent {
   // The [assistant] knowledge base, for the server's /api/v1/ask; null without one.
   // Searchable from any thread.
   const assistant::Retriever* knowledge_base() const { return notes_ ? notes_->knowledge_base() : nullptr; }
+  // The model's worker ([assistant] llm_url); null without one. Valid until the agent is
+  // destroyed (stopped by Stop()).
+  IncidentInvestigator* investigator() { return notes_ ? notes_->investigator() : nullptr; }
   // The [fleet] publisher (daemon/fleet_publisher.h); null when [fleet] is off. It runs on
   // its own thread between Start() and Stop() only.
   FleetPublisher* fleet_publisher() { return fleet_.get(); }

@@ -186,6 +186,23 @@ Status ReadSysfs(SectionReader& r, SysfsSection& s) {
   r.Read("topology_file", s.topology_file);
   return r.Finish();
 }
+Status ReadAmd(SectionReader& r, AmdSection& s) {
+  r.Read("enabled", s.enabled);
+  r.Read("library_path", s.library_path);
+  r.Read("use_library", s.use_library);
+  r.Read("root", s.root);
+  r.ReadDuration("interval", s.interval_ns);
+  return r.Finish();
+}
+Status ReadEthernet(SectionReader& r, EthernetSection& s) {
+  r.Read("enabled", s.enabled);
+  r.Read("root", s.root);
+  r.ReadDuration("interval", s.interval_ns);
+  r.ReadDuration("rdma_interval", s.rdma_interval_ns);
+  r.ReadCount("rdma_max_ports", s.rdma_max_ports);
+  r.Read("ethtool", s.ethtool);
+  return r.Finish();
+}
 Status ReadWorkload(SectionReader& r, WorkloadSection& s) {
   r.Read("listen", s.listen);
   r.Read("token_file", s.token_file);
@@ -206,6 +223,17 @@ Status ReadAssistant(SectionReader& r, AssistantSection& s) {
   r.Read("incident_notes", s.incident_notes);
   r.Read("kb_dir", s.kb_dir);
   r.Read("index_dir", s.index_dir);
+  r.Read("llm_url", s.llm_url);
+  r.Read("llm_model", s.llm_model);
+  r.Read("llm_key_file", s.llm_key_file);
+  r.Read("llm_ca_file", s.llm_ca_file);
+  r.ReadDuration("llm_timeout", s.llm_timeout_ns);
+  r.ReadDuration("llm_max_seconds", s.llm_max_seconds_ns);
+  r.ReadCount("llm_max_steps", s.llm_max_steps);
+  r.ReadCount("llm_max_tokens", s.llm_max_tokens);
+  r.ReadCount("llm_max_per_hour", s.llm_max_per_hour);
+  r.ReadCount("llm_queue", s.llm_queue);
+  r.ReadDuration("slow_recheck", s.slow_recheck_ns);
   return r.Finish();
 }
 Status ReadIsolate(SectionReader& r, IsolateSection& s) {
@@ -266,10 +294,30 @@ Status CheckListen(const std::string& section, const std::string& listen, const 
   return Status::Ok();
 }
 
+// A model is optional; when one is named, its address and bounds must be usable (the key
+// file is read when the agent starts: its errors name the file, never its content).
+Status CheckAssistant(const AssistantSection& a) {
+  if (a.llm_url.empty()) {
+    if (!a.llm_model.empty() || !a.llm_key_file.empty()) {
+      return Bad("assistant.llm_url", "llm_model and llm_key_file need llm_url");
+    }
+    return Status::Ok();
+  }
+  if (a.llm_url.rfind("http://", 0) != 0 && a.llm_url.rfind("https://", 0) != 0) {
+    return Bad("assistant.llm_url", "expected an http:// or https:// URL");
+  }
+  if (a.llm_model.empty()) return Bad("assistant.llm_model", "must name the model when llm_url is set");
+  if (a.llm_max_steps < 1 || a.llm_max_tokens < 1 || a.llm_queue < 1) {
+    return Bad("assistant.llm_max_steps", "llm_max_steps, llm_max_tokens and llm_queue must be at least 1");
+  }
+  return Status::Ok();
+}
+
 Status CheckValues(const AgentConfig& c) {
   if (c.agent.store_path.empty()) return Bad("agent.store_path", "must not be empty");
   if (c.kmsg.enabled && c.kmsg.path.empty()) return Bad("kmsg.path", "must not be empty when enabled");
   if (c.sysfs.enabled && c.sysfs.root.empty()) return Bad("sysfs.root", "must not be empty when enabled");
+  if (c.ethernet.enabled && c.ethernet.rdma_max_ports < 1) return Bad("ethernet.rdma_max_ports", "must be at least 1");
   if (Status s = policy::ValidatePolicyConfig(c.policy); !s.ok()) return s;
   if (Status s = CheckListen("workload", c.workload.listen, c.workload.token_file, c.workload.token_env); !s.ok()) {
     return s;
@@ -279,6 +327,7 @@ Status CheckValues(const AgentConfig& c) {
     return Bad("fleet.urls", "must name at least one NATS server when enabled");
   }
   if (c.fleet.site.empty() || c.fleet.rack.empty()) return Bad("fleet.site", "site and rack must not be empty");
+  if (Status s = CheckAssistant(c.assistant); !s.ok()) return s;
   if (c.server.cert_file.empty() != c.server.key_file.empty()) {
     return Bad("server.cert_file", "cert_file and key_file go together (both set = HTTPS)");
   }
@@ -323,6 +372,8 @@ Result<AgentConfig> ParseAgentConfig(std::string_view toml_text) {
       {"dcgm_exporter", [](SectionReader& r, AgentConfig& c) { return ReadDcgm(r, c.dcgm_exporter); }},
       {"redfish", [](SectionReader& r, AgentConfig& c) { return ReadRedfish(r, c.redfish); }},
       {"sysfs", [](SectionReader& r, AgentConfig& c) { return ReadSysfs(r, c.sysfs); }},
+      {"ethernet", [](SectionReader& r, AgentConfig& c) { return ReadEthernet(r, c.ethernet); }},
+      {"amd", [](SectionReader& r, AgentConfig& c) { return ReadAmd(r, c.amd); }},
       {"workload", [](SectionReader& r, AgentConfig& c) { return ReadWorkload(r, c.workload); }},
       {"server", [](SectionReader& r, AgentConfig& c) { return ReadServer(r, c.server); }},
       {"assistant", [](SectionReader& r, AgentConfig& c) { return ReadAssistant(r, c.assistant); }},
@@ -406,6 +457,21 @@ root = "/"
 interval = "10s"
 topology_file = ""
 
+[ethernet]                                 # RoCE / Ethernet fabric (docs/ethernet.md)
+enabled = true
+root = ""                                  # "" = the [sysfs] root
+interval = "10s"                           # interfaces: operstate, speed, counters, ethtool statistics
+rdma_interval = "30s"                      # a RoCE port's hw_counters at most this often (firmware reads)
+rdma_max_ports = 4                         # ... and at most this many ports per poll
+ethtool = true                             # driver statistics via the SIOCETHTOOL ioctl
+
+[amd]                                      # AMD Instinct GPUs (docs/amd.md)
+enabled = false
+library_path = ""                          # "" = $FAULTLINE_AMDSMI_LIB, else libamd_smi.so
+use_library = true                         # false: the amdgpu sysfs files only
+root = ""                                  # "" = the [sysfs] root
+interval = "10s"
+
 [workload]
 listen = ""                                # "" = off, e.g. "127.0.0.1:9464" (POST /v1/workload)
 token_file = ""                            # bearer token file; required for a non-loopback listen
@@ -424,6 +490,17 @@ key_file = ""
 incident_notes = true
 kb_dir = ""                                # "" = notes without runbook sections, e.g. "/usr/share/faultline/kb"
 index_dir = ""                             # "" = <store_path>.kb-index
+llm_url = ""                               # "" = no model; e.g. "http://127.0.0.1:8080/v1" (llama-server)
+llm_model = ""                             # the model name the server knows (required with llm_url)
+llm_key_file = ""                          # API key file, mode 0600 ("" = none: a local server)
+llm_ca_file = ""                           # PEM CA bundle for an https:// llm_url
+llm_timeout = "120s"                       # one model request
+llm_max_seconds = "300s"                   # one investigation (all its requests)
+llm_max_steps = 8                          # model replies per investigation
+llm_max_tokens = 32000                     # tokens per investigation
+llm_max_per_hour = 6                       # investigations started per hour; more are skipped (counted)
+llm_queue = 4                              # waiting investigations; the oldest is dropped past it
+slow_recheck = "1h"                        # a slow node no rule explains: investigated at most this often
 
 [isolate]
 window = "30m"

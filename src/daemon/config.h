@@ -72,6 +72,26 @@ struct SysfsSection {
   std::string topology_file;  // optional topology (parse/topology.h)
 };
 
+// The RoCE / Ethernet source (sources/ethernet, docs/ethernet.md).
+struct EthernetSection {
+  bool enabled = true;
+  std::string root;  // "" = the [sysfs] root; "/" reads ethtool statistics through the ioctl
+  int64_t interval_ns = 10'000'000'000;       // interfaces: state, speed, counters, ethtool
+  int64_t rdma_interval_ns = 30'000'000'000;  // a RoCE port's hw_counters at most this often
+  int64_t rdma_max_ports = 4;                 // ... and at most this many ports per poll
+  bool ethtool = true;                        // read the driver statistics (PFC, PHY errors)
+};
+
+// AMD Instinct GPUs (sources/amdsmi, docs/amd.md): AMD SMI when the library loads, else the
+// amdgpu sysfs files. Off by default: NVIDIA nodes have no use for it.
+struct AmdSection {
+  bool enabled = false;
+  std::string library_path;  // "" = $FAULTLINE_AMDSMI_LIB, else libamd_smi.so
+  bool use_library = true;   // false: the sysfs files only
+  std::string root;          // "" = the [sysfs] root
+  int64_t interval_ns = 10'000'000'000;
+};
+
 struct WorkloadSection {
   std::string listen;                   // "" = off; "127.0.0.1:9464" (or ":9464") = HTTP POST endpoint
   std::string token_file;               // bearer token (first line); required when listen is not loopback
@@ -95,6 +115,20 @@ struct AssistantSection {
   bool incident_notes = true;
   std::string kb_dir;     // "" = notes without runbook sections; e.g. /usr/share/faultline/kb
   std::string index_dir;  // "" = <store_path>.kb-index
+  // A model for the automated mode (daemon/incident_investigator.h): with llm_url set, each
+  // new diagnosis and a slow node no rule explains are also investigated by the model with
+  // `faultline ask`'s tools and bounds, on a worker thread; the deterministic note stays.
+  std::string llm_url;       // "" = no model; e.g. "http://127.0.0.1:8080/v1" (llama.cpp's server)
+  std::string llm_model;     // required with llm_url
+  std::string llm_key_file;  // API key (first line), mode 0600; "" = no Authorization header
+  std::string llm_ca_file;   // PEM bundle to trust instead of the system store
+  int64_t llm_timeout_ns = 120'000'000'000;      // one model request
+  int64_t llm_max_seconds_ns = 300'000'000'000;  // one investigation's wall time
+  int64_t llm_max_steps = 8;                     // model replies per investigation
+  int64_t llm_max_tokens = 32'000;               // tokens per investigation (all replies)
+  int64_t llm_max_per_hour = 6;                  // investigations started per hour; more are skipped
+  int64_t llm_queue = 4;                         // waiting investigations; the oldest is dropped past it
+  int64_t slow_recheck_ns = 3600'000'000'000;    // a slow, unexplained node: investigated at most this often
 };
 
 // The fleet publisher (daemon/fleet_publisher.h, docs/agent.md "[fleet]"): the agent's
@@ -123,6 +157,8 @@ struct AgentConfig {
   DcgmExporterSection dcgm_exporter;
   RedfishSection redfish;
   SysfsSection sysfs;
+  EthernetSection ethernet;
+  AmdSection amd;
   WorkloadSection workload;
   ServerSection server;
   AssistantSection assistant;

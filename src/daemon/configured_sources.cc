@@ -61,6 +61,14 @@ Result<std::vector<std::unique_ptr<AgentSource>>> MakeConfiguredSources(const Ag
     }
     sources.push_back(MakeSysfsSource(config.sysfs, node, clock, topology.get()));
   }
+  if (config.amd.enabled) {
+    const std::string& root = config.amd.root.empty() ? config.sysfs.root : config.amd.root;
+    sources.push_back(MakeAmdSource(config.amd, root, node, clock));
+  }
+  if (config.ethernet.enabled) {
+    const std::string& root = config.ethernet.root.empty() ? config.sysfs.root : config.ethernet.root;
+    sources.push_back(MakeEthernetSource(config.ethernet, root, node, clock, topology.get()));
+  }
   if (!config.workload.file.empty()) {
     auto cursor = StoredCursor(store, node, "workload", "file:" + config.workload.file);
     if (!cursor.ok()) return cursor.status();

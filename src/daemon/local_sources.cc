@@ -25,6 +25,8 @@
 #include "daemon/sources.h"
 #include "sources/kmsg/devkmsg.h"
 #include "sources/kmsg/log_reader.h"
+#include "sources/ethernet/collector.h"
+#include "sources/ethernet/ethtool_stats.h"
 #include "sources/sysfs/collector.h"
 #include "sources/sysfs/fs.h"
 #include "sources/workload/file_source.h"
@@ -365,6 +367,45 @@ class SysfsSource final : public AgentSource {
   SysfsCollector collector_;
 };
 
+// RoCE / Ethernet: under "/" the ethtool statistics come from the kernel (SIOCETHTOOL);
+// under any other root (a fake or copied tree) from its ethtool_stats files.
+class EthernetSource final : public AgentSource {
+ public:
+  EthernetSource(const EthernetSection& options, const std::string& root, const std::string& node, const Clock& clock,
+                 const Topology* topology)
+      : fs_(root),
+        ioctl_(root == "/" || root.empty()),
+        file_stats_(fs_),
+        collector_(fs_, ioctl_ ? static_cast<const EthtoolStats&>(ioctl_stats_) : file_stats_, clock,
+                   EthernetOptions{.node = node,
+                                   .rdma_interval_ns = options.rdma_interval_ns,
+                                   .rdma_max_ports_per_sample = static_cast<size_t>(options.rdma_max_ports),
+                                   .ethtool = options.ethtool},
+                   topology) {}
+
+  std::string name() const override { return "ethernet"; }
+  Layer layer() const override { return Layer::kFabric; }
+
+  Result<SourceBatch> Poll(int64_t /*deadline_mono_ns*/) override {
+    EthernetSample sample = collector_.Collect();
+    SourceBatch batch;
+    batch.observations = std::move(sample.observations);
+    for (const Status& s : sample.errors) batch.warnings.push_back(s.ToString());
+    if (batch.observations.empty() && !sample.errors.empty()) {
+      collector_.Rescan();
+      return Status(StatusCode::kUnavailable, "ethernet: nothing readable: " + sample.errors.front().ToString());
+    }
+    return batch;
+  }
+
+ private:
+  RootFs fs_;
+  bool ioctl_;
+  IoctlEthtoolStats ioctl_stats_;
+  FileEthtoolStats file_stats_;
+  EthernetCollector collector_;
+};
+
 class WorkloadFileAgentSource final : public AgentSource {
  public:
   WorkloadFileAgentSource(const std::string& path, const std::string& node, const Clock& clock,
@@ -413,6 +454,11 @@ std::unique_ptr<AgentSource> MakeKmsgDeviceSource(const std::string& path, const
 std::unique_ptr<AgentSource> MakeSysfsSource(const SysfsSection& options, const std::string& node, const Clock& clock,
                                              const Topology* topology) {
   return std::make_unique<SysfsSource>(options, node, clock, topology);
+}
+
+std::unique_ptr<AgentSource> MakeEthernetSource(const EthernetSection& options, const std::string& root,
+                                                const std::string& node, const Clock& clock, const Topology* topology) {
+  return std::make_unique<EthernetSource>(options, root, node, clock, topology);
 }
 
 std::unique_ptr<AgentSource> MakeWorkloadFileSource(const std::string& path, const std::string& node,

@@ -34,6 +34,13 @@ std::unique_ptr<AgentSource> MakeNvmlSource(const NvmlSection& options, const st
 // sysfs PCIe/InfiniBand under `options.root`; `topology` may be null and must outlive it.
 std::unique_ptr<AgentSource> MakeSysfsSource(const SysfsSection& options, const std::string& node, const Clock& clock,
                                              const Topology* topology);
+// RoCE / Ethernet under `root` (RDMA hw_counters on their own slower schedule, interfaces,
+// ethtool statistics: the ioctl under "/", the tree's ethtool_stats files elsewhere).
+// AMD Instinct GPUs (daemon/amd_source.cc): AMD SMI, else the amdgpu sysfs files under `root`.
+std::unique_ptr<AgentSource> MakeAmdSource(const AmdSection& options, const std::string& root, const std::string& node,
+                                           const Clock& clock);
+std::unique_ptr<AgentSource> MakeEthernetSource(const EthernetSection& options, const std::string& root,
+                                                const std::string& node, const Clock& clock, const Topology* topology);
 // One dcgm-exporter /metrics scrape per poll.
 std::unique_ptr<AgentSource> MakeDcgmExporterSource(const DcgmExporterSection& options, const std::string& node,
                                                     const Clock& clock);

@@ -174,7 +174,7 @@ const NameMap<Layer>& LayerNames() {
   return m;
 }
 const NameMap<Source>& SourceNames() {
-  static const NameMap<Source> m = BuildNames<Source>(Range(Source::kSim));
+  static const NameMap<Source> m = BuildNames<Source>(Range(Source::kAmdSmi));
   return m;
 }
 const NameMap<ComponentType>& TypeNames() {

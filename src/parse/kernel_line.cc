@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "parse/amdgpu_line.h"
 #include "parse/text.h"
 
 namespace faultline {
@@ -591,11 +592,13 @@ KernelEvent ClassifyKernelMessage(std::string_view msg) {
     }
     if (Contains(msg, "SXid")) return ParseSxid(msg, ev);
     if (ParseGhes(msg, ev)) return true;
+    if (ParseAmdgpuDrm(msg, ev)) return true;  // "[drm:amdgpu_job_timedout [amdgpu]] *ERROR* ..." (no BDF)
     if (ParseHostAndHang(msg, ev)) return true;
     if (ParseUserFault(msg, ev)) return true;
     std::string_view rest = SplitDevicePrefix(msg, ev);
     if (ev.device.empty()) return false;
     if (ev.driver == "mlx5_core" && ParseMlx5(rest, ev)) return true;
+    if (ev.driver == "amdgpu") return ParseAmdgpu(rest, ev);
     return ParseAer(rest, ev);
   }();
   if (!ok) return KernelEvent{};
@@ -658,6 +661,8 @@ std::string_view ToString(KernelEventType t) {
       return "rm_init_failed";
     case KT::kGhes:
       return "ghes";
+    case KT::kAmdgpu:
+      return "amdgpu";
   }
   return "none";
 }

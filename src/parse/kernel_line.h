@@ -50,6 +50,8 @@ enum class KernelEventType : uint8_t {
   kGhes,            // "{3}[Hardware Error]: <field>": one line of a firmware-first (APEI GHES / CPER)
                     // record; code = the record number, detail = the field text ("event severity:
                     // corrected", "section_type: PCIe error", "device_id: 0000:3b:00.0", ...)
+  kAmdgpu,          // "amdgpu <bdf>: ..." RAS, reset, ring timeout, bad-page lines (parse/amdgpu_line.h):
+                    // `event` names the family, detail = RAS block or ring, code = the printed count
 };
 
 struct KernelEvent {

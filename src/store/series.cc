@@ -22,6 +22,7 @@ bool IsOneOffKind(ObsKind kind) {
     case ObsKind::kKernelHang:
     case ObsKind::kDriverError:
     case ObsKind::kNicEvent:
+    case ObsKind::kAmdgpuEvent:
     case ObsKind::kSelEntry:
     case ObsKind::kGpuLost:
     case ObsKind::kStepTime:
@@ -69,6 +70,10 @@ bool IsOneOffKind(ObsKind kind) {
     case ObsKind::kIbRcvError:
     case ObsKind::kIbLinkIntegrity:
     case ObsKind::kIbXmitDiscards:
+    case ObsKind::kRoceCounter:
+    case ObsKind::kEthCounter:
+    case ObsKind::kEthLinkState:
+    case ObsKind::kEthSpeed:
     case ObsKind::kOther:
       return false;
   }
@@ -89,7 +94,10 @@ constexpr SeriesAttrs kSeriesAttrs[] = {
     // dcgm_fields.cc: each field's attr_key.
     {Source::kDcgmExporter, {"counter", "location", "cause", "sensor", "clock", "metric", "scope"}},
     // sysfs/collector.cc: AER counter name + correctable/nonfatal/fatal; IB counter file.
-    {Source::kSysfs, {"error", "severity", "counter"}},
+    {Source::kSysfs, {"error", "severity", "counter", "location", "sensor", "cause"}},
+    // sources/amdsmi: ECC location (dram = UMC, sram = on-chip blocks), temperature sensor,
+    // retired-page cause, XGMI scope (docs/amd.md).
+    {Source::kAmdSmi, {"counter", "location", "cause", "sensor", "scope", "metric"}},
     // parse/redfish_map.cc: PSU input vs rail voltages, fan RPM vs %, redundancy groups,
     // status conditions.
     {Source::kRedfish, {"role", "data_source", "units", "scope", "redundancy", "message_id", "origin"}},

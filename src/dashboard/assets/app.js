@@ -107,7 +107,9 @@ function renderStatus(dx, actions, nowNs) {
   box.append(el('p', {class: 'headline'},
                 el('span', {'data-testid': 'diagnosis-class'}, words(dx.fault_class)),
                 el('span', {class: 'component', 'data-testid': 'diagnosis-component'}, dx.component.id)));
-  const taken = (actions || []).filter(a => a.diagnosis_id === dx.id);
+  // The assistant's notes (kind assistant_transcript) are not actions; the note is shown below.
+  const isNote = a => a.attrs && a.attrs.kind === 'assistant_transcript';
+  const taken = (actions || []).filter(a => a.diagnosis_id === dx.id && !isNote(a));
   const next = taken.length ? taken.map(a => words(a.action) + ' (' + (a.dry_run ? 'dry run, ' : '') + a.outcome + ')').join(', ')
                             : words(dx.action) + ' (recommended)';
   const fact = (label, value, testid) => el('div', {class: 'fact'}, el('div', {class: 'label'}, label),
@@ -119,6 +121,16 @@ function renderStatus(dx, actions, nowNs) {
                 fact('Confidence', Math.round(dx.confidence * 100) + '%', 'confidence'),
                 fact('What happens next', next, 'next-action')),
              el('p', {class: 'summary', 'data-testid': 'summary'}, dx.summary));
+  // The model's note when it answered (automated mode with [assistant] llm_url), else the deterministic one.
+  const notes = (actions || []).filter(a => a.diagnosis_id === dx.id && isNote(a));
+  const note = notes.find(a => a.attrs.mode === 'llm' && a.outcome === 'assistant: answered') ||
+               notes.find(a => a.attrs.mode === 'offline');
+  if (note) {
+    box.append(el('details', {class: 'note', 'data-testid': 'assistant-note'},
+                  el('summary', {}, note.attrs.mode === 'llm' ? 'Assistant\'s note (model ' + (note.attrs.model || '?') + ')'
+                                                               : 'Assistant\'s note (deterministic)'),
+                  el('pre', {}, note.reason || '')));
+  }
 }
 
 function renderEvidence(dx) {

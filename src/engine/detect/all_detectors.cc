@@ -2,9 +2,11 @@
 
 #include <array>
 
+#include "engine/detect/amd_detector.h"
 #include "engine/detect/fabric_ib.h"
 #include "engine/detect/fabric_nvlink.h"
 #include "engine/detect/fabric_pcie.h"
+#include "engine/detect/fabric_roce.h"
 #include "engine/detect/gpu_detectors.h"
 #include "engine/detect/kernel_detector.h"
 #include "engine/detect/oob_detectors.h"
@@ -16,6 +18,7 @@ namespace {
 std::unique_ptr<Detector> Kernel(const DetectorContext& c) {
   return std::make_unique<KernelDetector>(KernelDetectorOptions{}, Inventory{}, c.inventory);
 }
+std::unique_ptr<Detector> Amdgpu(const DetectorContext&) { return MakeAmdDetector({}); }
 std::unique_ptr<Detector> GpuMemory(const DetectorContext&) { return MakeGpuMemoryDetector({}); }
 std::unique_ptr<Detector> GpuSbe(const DetectorContext&) { return MakeGpuSbeDetector({}); }
 std::unique_ptr<Detector> GpuThrottle(const DetectorContext&) { return MakeGpuThrottleDetector({}); }
@@ -32,6 +35,9 @@ std::unique_ptr<Detector> Nvlink(const DetectorContext& c) {
 std::unique_ptr<Detector> Ib(const DetectorContext& c) {
   return std::make_unique<IbFabricDetector>(FabricOptions{}, c.topology);
 }
+std::unique_ptr<Detector> Roce(const DetectorContext& c) {
+  return std::make_unique<RoceFabricDetector>(RoceOptions{}, c.topology);
+}
 std::unique_ptr<Detector> Workload(const DetectorContext& c) {
   WorkloadOptions options;
   options.window_ns = c.history_ns;
@@ -40,6 +46,8 @@ std::unique_ptr<Detector> Workload(const DetectorContext& c) {
 
 constexpr std::array kTable{
     DetectorDescriptor{"kernel", "kernel log events and GPU identity lines (source kmsg)", Kernel},
+    DetectorDescriptor{"amdgpu", "amdgpu kernel lines: RAS errors, bad-page threshold, resets, ring timeouts (source kmsg)",
+                       Amdgpu},
     DetectorDescriptor{"gpu_memory", "ECC, row remapping, retired pages (NVML, dcgm-exporter)", GpuMemory},
     DetectorDescriptor{"gpu_sbe", "correctable ECC counters (NVML, dcgm-exporter)", GpuSbe},
     DetectorDescriptor{"gpu_throttle", "clock event reasons, GPU/HBM temperatures (NVML, dcgm-exporter)", GpuThrottle},
@@ -50,6 +58,7 @@ constexpr std::array kTable{
     DetectorDescriptor{"fabric_pcie", "PCIe link state, AER and replay counters (sysfs, NVML)", Pcie},
     DetectorDescriptor{"fabric_nvlink", "NVLink counters and state (NVML, dcgm-exporter)", Nvlink},
     DetectorDescriptor{"fabric_ib", "InfiniBand port counters and state (sysfs)", Ib},
+    DetectorDescriptor{"fabric_roce", "RoCE/Ethernet: congestion vs link faults (hw_counters, ethtool, sysfs)", Roce},
     DetectorDescriptor{"workload", "jobs' step times and throughput (workload reports)", Workload},
 };
 

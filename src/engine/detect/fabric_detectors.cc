@@ -3,6 +3,7 @@
 #include "engine/detect/fabric_ib.h"
 #include "engine/detect/fabric_nvlink.h"
 #include "engine/detect/fabric_pcie.h"
+#include "engine/detect/fabric_roce.h"
 
 namespace faultline {
 
@@ -11,6 +12,9 @@ std::vector<std::unique_ptr<Detector>> MakeFabricDetectors(const FabricOptions& 
   out.push_back(std::make_unique<PcieFabricDetector>(options, topology));
   out.push_back(std::make_unique<NvlinkFabricDetector>(options, topology));
   out.push_back(std::make_unique<IbFabricDetector>(options, topology));
+  RoceOptions roce;
+  roce.fabric = options;
+  out.push_back(std::make_unique<RoceFabricDetector>(roce, topology));
   return out;
 }
 

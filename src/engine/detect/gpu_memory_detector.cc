@@ -195,18 +195,22 @@ class GpuMemoryDetector final : public Detector {
     } else {
       st.retired_sbe = *obs.value;
     }
-    CheckRetiredLimit(obs, st);
-    if (dbe) CheckRecentDbe(obs, st);
+    // A source that states the device's own retirement threshold (amdgpu's
+    // bad_page_threshold, docs/amd.md) is judged against it; DCGM's limits are NVIDIA's.
+    const double own_limit = std::strtod(std::string(GpuAttrOr(obs, "limit", "0")).c_str(), nullptr);
+    const double limit = own_limit > 0 ? own_limit : options_.retired_pages_limit;
+    CheckRetiredLimit(obs, st, limit);
+    if (dbe && own_limit <= 0) CheckRecentDbe(obs, st);
   }
 
-  void CheckRetiredLimit(const Observation& obs, GpuState& st) {
+  void CheckRetiredLimit(const Observation& obs, GpuState& st, double limit) {
     const double total = st.retired_sbe.value_or(0) + st.retired_dbe.value_or(0);
-    if (total < options_.retired_pages_limit) return;
+    if (total < limit) return;
     if (total <= st.limit_fired_at) return book_.Touch(kRuleRetiredLimit, obs);
     st.limit_fired_at = total;
     Finding& f = book_.Upsert(kRuleRetiredLimit, obs);
-    RetirementFinding(f, "retired pages reached " + GpuFormatValue(total) + " (limit " +
-                             GpuFormatValue(options_.retired_pages_limit) + ") on " + obs.component.Id());
+    RetirementFinding(f, "retired pages reached " + GpuFormatValue(total) + " (limit " + GpuFormatValue(limit) +
+                             ") on " + obs.component.Id());
     f.attrs["retired_total"] = GpuFormatValue(total);
   }
 

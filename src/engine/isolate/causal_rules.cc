@@ -30,6 +30,9 @@ constexpr std::string_view kPcieSlow =
 constexpr std::string_view kNvlinkSlow = "NVLink CRC errors and replays retransmit flits, slowing collectives";
 constexpr std::string_view kNvswitchLinks = "an NVSwitch fault shows as errors or downed links on its ports";
 constexpr std::string_view kIbSlow = "IB symbol errors, link recovery or a downed port cut inter-node bandwidth";
+constexpr std::string_view kCongestionSlow =
+    "PFC pauses stop the port's lossless priority and ECN marks make senders cut their rate (CNPs): RDMA "
+    "throughput drops with no part at fault (SIGNALS-ethernet-amd A5)";
 constexpr std::string_view kAerOffBus =
     "XID 79 (fallen off the bus) with AER errors on its upstream port: the link failed";
 constexpr std::string_view kSupplyOffBus =
@@ -85,6 +88,7 @@ constexpr std::array kRules{
     CausalRule{kNvswitchFault, kSlowdown, Relation::kNode, false, Severity::kInfo, {}, kNvlinkSlow},
     CausalRule{kIbLinkErrors, kSlowdown, Relation::kNode, false, kWarn, {}, kIbSlow},
     CausalRule{kIbLinkDown, kSlowdown, Relation::kNode, false, Severity::kInfo, {}, kIbSlow},
+    CausalRule{kFabricCongestion, kSlowdown, Relation::kNode, false, kWarn, {}, kCongestionSlow},
     CausalRule{
         kPcieLinkDegraded, kGpuFellOffBus, Relation::kAttached, false, Severity::kInfo, {}, kAerOffBus, 0, kLinkLagNs},
     // A fatal link error explains what the program and the driver saw on the GPU behind it.
@@ -194,6 +198,7 @@ Action DefaultAction(FaultClass cls) {
     case kHbmSbeAging:
     case kGpuThermal:
     case kGpuPowerBrake:
+    case kFabricCongestion:  // the traffic or the fabric's ECN/PFC setup: no part to touch
       return Action::kMonitor;
     case kNone:
       return Action::kNone;

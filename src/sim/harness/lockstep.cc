@@ -169,6 +169,18 @@ std::string DefaultFakeNvmlPath() {
   return fs::exists(next_to, ec) ? next_to.string() : "";
 }
 
+std::string DefaultFakeAmdsmiPath() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  for (const fs::path& p : {exe.parent_path() / "src/sim/fake_amdsmi/libamd_smi.so",
+                            exe.parent_path().parent_path() / "src/sim/fake_amdsmi/libamd_smi.so",
+                            exe.parent_path().parent_path().parent_path() / "src/sim/fake_amdsmi/libamd_smi.so"}) {
+    if (fs::exists(p, ec)) return p.string();
+  }
+  return "";
+}
+
 daemon::AgentConfig SimAgentConfig(const SimNode& node, const LockstepOptions& o, const std::string& store) {
   daemon::AgentConfig c;
   c.agent.node = "sim-node";
@@ -181,6 +193,15 @@ daemon::AgentConfig SimAgentConfig(const SimNode& node, const LockstepOptions& o
   c.nvml.interval_ns = Ns(o.sample_interval_s);
   c.sysfs.root = node.sysfs_root();
   c.sysfs.interval_ns = Ns(o.sample_interval_s);
+  c.ethernet.interval_ns = Ns(o.sample_interval_s);  // its root follows [sysfs] (docs/ethernet.md)
+  if (node.model().scenario().node.amd()) {
+    // An AMD node: its GPUs through the fake AMD SMI (or the amdgpu sysfs files alone).
+    c.nvml.enabled = false;
+    c.amd.enabled = true;
+    c.amd.library_path = DefaultFakeAmdsmiPath();
+    c.amd.use_library = node.model().scenario().node.amdsmi && !c.amd.library_path.empty();
+    c.amd.interval_ns = Ns(o.sample_interval_s);
+  }
   c.workload.file = node.workload_path();
   c.workload.interval_ns = Ns(o.fast_interval_s);
   if (!node.bmc_url().empty()) {
@@ -232,6 +253,12 @@ Result<ScenarioRun> RunScenarioLockstep(const NodeScenario& scenario, const Lock
   if (!node.ok()) return node.status();
   // The fake NVML library reads its state file from the environment at nvmlInit.
   ::setenv("FAKE_NVML_STATE", (*node)->nvml_state_path().c_str(), 1);
+  // ... and the fake AMD SMI its own (an AMD node's; unset otherwise).
+  if (const std::string amd = (*node)->amdsmi_state_path(); !amd.empty()) {
+    ::setenv("FAKE_AMDSMI_STATE", amd.c_str(), 1);
+  } else {
+    ::unsetenv("FAKE_AMDSMI_STATE");
+  }
 
   std::ostringstream discard;
   daemon::Logger logger(o.agent_log ? *o.agent_log : discard, daemon::LogLevel::kWarn, clock);

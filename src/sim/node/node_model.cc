@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "sim/node/amd_node.h"
+
 namespace faultline::sim {
 namespace {
 
@@ -55,6 +57,7 @@ NodeModel::NodeModel(const NodeScenario& scenario, NodeLayout layout)
   state_.ib.resize(layout_.hca_names.size());
   state_.gpu_pcie.resize(state_.gpus.size());
   state_.nic_pcie.resize(layout_.nic_bdfs.size());
+  if (scenario_.node.roce()) state_.roce = MakeRocePorts(layout_.hca_names.size());
   state_.job_running = scenario_.workload.enabled;
   state_.step_time_s = scenario_.workload.step_s;
   gpu_extra_c_.assign(state_.gpus.size(), 0);
@@ -84,6 +87,7 @@ void NodeModel::Tick(double t, double dt) {
   state_.t = t;
   Noise(t, dt);
   ApplyContinuous(t, dt);
+  StepRoce(scenario_, t, dt, state_.roce);
   ApplyWorkload(t, dt);
 }
 
@@ -115,6 +119,11 @@ std::string NodeModel::XidPrefix(int gpu) const {
 // One-off consequences of a fault beginning: the lines the kernel prints, the SEL
 // entries the BMC records, counters that jump once.
 void NodeModel::StartFault(const NodeFault& f, double t) {
+  // An AMD node says its GPU faults in amdgpu's words (sim/node/amd_node.h).
+  if (scenario_.node.amd() &&
+      AmdStartFault(f, t, state_, layout_, [this](double at, int level, std::string text) { Kmsg(at, level, std::move(text)); })) {
+    return;
+  }
   const std::string psu = "PSU" + std::to_string(f.psu);
   SimGpu* gpu = f.gpu >= 0 && static_cast<size_t>(f.gpu) < state_.gpus.size() ? &state_.gpus[f.gpu] : nullptr;
   const std::string pid = ", pid=" + std::to_string(41000 + static_cast<int>(t)) + ", name=python3, ";
@@ -601,6 +610,7 @@ void NodeModel::ApplyWorkload(double t, double dt) {
         break;
     }
   }
+  fabric = std::max(fabric, RoceSlowdown(scenario_, t));
   std::normal_distribution<double> jitter(1.0, scenario_.noise.step_jitter);
   const double base = scenario_.workload.step_s * slowest * fabric * straggle_;
   job_step_acc_ += dt;

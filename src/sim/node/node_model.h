@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "sim/node/node_scenario.h"
+#include "sim/node/roce_model.h"
 
 namespace faultline::sim {
 
@@ -109,6 +110,7 @@ struct NodeState {
   std::vector<SimIbPort> ib;          // per HCA
   std::vector<SimPcieLink> gpu_pcie;  // per GPU (endpoint side; the upstream port mirrors it)
   std::vector<SimPcieLink> nic_pcie;  // Ethernet NICs
+  std::vector<SimRocePort> roce;      // per HCA on a RoCE node (node.fabric: roce), else empty
   bool nvml_init_fails = false;       // driver/library version mismatch: nvmlInit cannot succeed
   bool job_running = true;
   double step_time_s = 1.0;

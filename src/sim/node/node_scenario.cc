@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "sim/mock_bmc/yaml_json.h"
+#include "sim/node/amd_node.h"
 #include "sim/node/scenario_fields.h"
 
 namespace faultline::sim {
@@ -25,7 +26,8 @@ struct KindName {
   NodeFaultKind kind;
   std::string_view name;
 };
-constexpr std::array<KindName, 32> kKinds{{
+// Sized by its entries: a kind added by one change and another by a second never disagree on a count.
+constexpr auto kKinds = std::to_array<KindName>({
     {NodeFaultKind::kPsuFail, "psu_fail"},
     {NodeFaultKind::kPsuDegrade, "psu_degrade"},
     {NodeFaultKind::kFeedLoss, "feed_loss"},
@@ -58,7 +60,12 @@ constexpr std::array<KindName, 32> kKinds{{
     {NodeFaultKind::kJobStop, "job_stop"},
     {NodeFaultKind::kKmsg, "kmsg"},
     {NodeFaultKind::kSel, "sel"},
-}};
+    {NodeFaultKind::kRoceErrors, "roce_errors"},
+    {NodeFaultKind::kPfcStorm, "pfc_storm"},
+    {NodeFaultKind::kLinkDowntrain, "link_downtrain"},
+    {NodeFaultKind::kBadPageThreshold, "bad_page_threshold"},
+    {NodeFaultKind::kRingTimeout, "ring_timeout"},
+});
 
 // Which parameters each kind requires (beyond `at`); anything else in the fault is
 // still allowed if it is a known parameter name, so files can carry e.g. `until`.
@@ -96,6 +103,11 @@ const std::map<NodeFaultKind, std::vector<std::string_view>>& RequiredParams() {
       {NodeFaultKind::kJobStop, {}},
       {NodeFaultKind::kKmsg, {"text"}},
       {NodeFaultKind::kSel, {"text"}},
+      {NodeFaultKind::kRoceErrors, {"hca", "value"}},
+      {NodeFaultKind::kPfcStorm, {"value"}},
+      {NodeFaultKind::kLinkDowntrain, {"hca"}},
+      {NodeFaultKind::kBadPageThreshold, {"gpu"}},
+      {NodeFaultKind::kRingTimeout, {"gpu"}},
   };
   return *required;
 }
@@ -130,9 +142,10 @@ Status ReadIntList(const Json& j, const char* key, const std::string& where, int
 
 Status ParseNode(const Json& j, NodeSpec& n) {
   const std::string w = "node";
-  FL_TRY(CheckKeys(j, w,
-                   {"gpus", "psus", "psu_capacity_w", "gpu_busy_w", "host_w", "fans", "bmc", "row_remap",
-                    "psu_alert_brakes", "inlet_c", "coolant_supply_c", "coolant_flow_lpm"}));
+  FL_TRY(CheckKeys(
+      j, w,
+      {"gpus", "psus", "psu_capacity_w", "gpu_busy_w", "host_w", "fans", "bmc", "row_remap", "psu_alert_brakes",
+       "inlet_c", "coolant_supply_c", "coolant_flow_lpm", "fabric", "gpu_vendor", "amdsmi"}));
   FL_TRY(ReadInt(j, "gpus", w, 1, 8, n.gpus));
   FL_TRY(ReadInt(j, "psus", w, 1, 12, n.psus));
   FL_TRY(ReadNumber(j, "psu_capacity_w", w, 100, 20000, n.psu_capacity_w));
@@ -145,22 +158,31 @@ Status ParseNode(const Json& j, NodeSpec& n) {
   FL_TRY(ReadNumber(j, "inlet_c", w, -10, 60, n.inlet_c));
   FL_TRY(ReadNumber(j, "coolant_supply_c", w, 0, 70, n.coolant_supply_c));
   FL_TRY(ReadNumber(j, "coolant_flow_lpm", w, 1, 1000, n.coolant_flow_lpm));
+  FL_TRY(ReadString(j, "fabric", w, 16, n.fabric));
+  if (n.fabric != "infiniband" && n.fabric != "roce")
+    return ScenarioError(w + ".fabric", "expected infiniband or roce");
+  FL_TRY(ReadString(j, "gpu_vendor", w, 16, n.gpu_vendor));
+  if (n.gpu_vendor != "nvidia" && n.gpu_vendor != "amd")
+    return ScenarioError(w + ".gpu_vendor", "expected nvidia or amd");
+  FL_TRY(ReadBool(j, "amdsmi", w, n.amdsmi));
   return Status::Ok();
 }
 
 Status ParseNoise(const Json& j, NoiseSpec& n) {
   const std::string w = "noise";
   if (j.is_boolean()) {
-    if (!j.get<bool>()) n = NoiseSpec{0, 0, 0, 0, 0};
+    if (!j.get<bool>()) n = NoiseSpec{0, 0, 0, 0, 0, 0};
     return Status::Ok();
   }
-  FL_TRY(CheckKeys(
-      j, w, {"sbe_per_gpu_hour", "user_xid_per_hour", "aer_corrected_per_hour", "temp_wander_c", "step_jitter"}));
+  FL_TRY(CheckKeys(j, w,
+                   {"sbe_per_gpu_hour", "user_xid_per_hour", "aer_corrected_per_hour", "temp_wander_c", "step_jitter",
+                    "roce_ecn_per_s"}));
   FL_TRY(ReadNumber(j, "sbe_per_gpu_hour", w, 0, 100000, n.sbe_per_gpu_hour));
   FL_TRY(ReadNumber(j, "user_xid_per_hour", w, 0, 3600, n.user_xid_per_hour));
   FL_TRY(ReadNumber(j, "aer_corrected_per_hour", w, 0, 100000, n.aer_corrected_per_hour));
   FL_TRY(ReadNumber(j, "temp_wander_c", w, 0, 20, n.temp_wander_c));
   FL_TRY(ReadNumber(j, "step_jitter", w, 0, 0.5, n.step_jitter));
+  FL_TRY(ReadNumber(j, "roce_ecn_per_s", w, 0, 1e7, n.roce_ecn_per_s));
   return Status::Ok();
 }
 
@@ -208,7 +230,8 @@ Status ParseTruth(const Json& j, Truth& t) {
   if (auto it = j.find("components"); it != j.end()) {
     if (!it->is_array()) return ScenarioError(w + ".components", "expected a list of component ids");
     for (const Json& c : *it) {
-      if (!c.is_string() || c.get<std::string>().empty()) return ScenarioError(w + ".components", "expected component ids");
+      if (!c.is_string() || c.get<std::string>().empty())
+        return ScenarioError(w + ".components", "expected component ids");
       t.components.push_back(c.get<std::string>());
     }
   }
@@ -239,7 +262,8 @@ Status ParseFault(const Json& j, size_t index, const NodeSpec& node, NodeFault& 
     f.until = until;
   }
   for (std::string_view key : RequiredParams().at(f.kind)) {
-    if (!j.contains(std::string(key))) return ScenarioError(w + "." + std::string(key), "required by fault '" + kind + "'");
+    if (!j.contains(std::string(key)))
+      return ScenarioError(w + "." + std::string(key), "required by fault '" + kind + "'");
   }
   FL_TRY(ReadInt(j, "gpu", w, 0, node.gpus - 1, f.gpu));
   FL_TRY(ReadIntList(j, "gpus", w, node.gpus - 1, f.gpus));
@@ -255,7 +279,8 @@ Status ParseFault(const Json& j, size_t index, const NodeSpec& node, NodeFault& 
   FL_TRY(ReadInt(j, "nic", w, 0, 1, f.nic));
   // Every value is a magnitude (a rate, a temperature, volts, watts, a factor).
   FL_TRY(ReadNumber(j, "value", w, 0, 1e9, f.value));
-  if (f.kind == NodeFaultKind::kStraggler && f.value < 1) return ScenarioError(w + ".value", "a slowdown factor is >= 1");
+  if (f.kind == NodeFaultKind::kStraggler && f.value < 1)
+    return ScenarioError(w + ".value", "a slowdown factor is >= 1");
   if (f.kind == NodeFaultKind::kInputSag && f.value > 300) return ScenarioError(w + ".value", "input volts above 300");
   FL_TRY(ReadNumber(j, "ramp_s", w, 0, kMaxDurationS, f.ramp_s));
   FL_TRY(ReadInt(j, "count", w, 1, 100000, f.count));
@@ -269,6 +294,11 @@ Status ParseFault(const Json& j, size_t index, const NodeSpec& node, NodeFault& 
     return ScenarioError(w + ".severity", "expected OK, Warning or Critical");
   }
   if (f.text.find_first_of("\r\n") != std::string::npos) return ScenarioError(w + ".text", "must be one line");
+  const bool roce_kind = f.kind == NodeFaultKind::kRoceErrors || f.kind == NodeFaultKind::kPfcStorm ||
+                         f.kind == NodeFaultKind::kLinkDowntrain;
+  if (roce_kind && !node.roce()) return ScenarioError(w + ".fault", "'" + kind + "' needs node.fabric: roce");
+  if (Status s = CheckAmdFault(f.kind, node.amd()); !s.ok())
+    return ScenarioError(w + ".fault", "'" + kind + "' " + s.message());
   return Status::Ok();
 }
 
@@ -324,8 +354,9 @@ Status CheckScenarioName(std::string_view name) {
            c == '.';
   };
   if (name.front() == '.' || name.front() == '-' || !std::all_of(name.begin(), name.end(), plain)) {
-    return ScenarioError("scenario.name",
-               "not a plain file name (letters, digits, '-', '_' and '.', not starting with '.' or '-'; no '/')");
+    return ScenarioError(
+        "scenario.name",
+        "not a plain file name (letters, digits, '-', '_' and '.', not starting with '.' or '-'; no '/')");
   }
   return Status::Ok();
 }

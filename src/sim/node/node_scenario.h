@@ -32,6 +32,15 @@ struct NodeSpec {
   double inlet_c = 24;
   double coolant_supply_c = 32;
   double coolant_flow_lpm = 60;
+  // "infiniband" (default) or "roce": the 8 HCAs are RoCE NICs (link layer Ethernet, a
+  // netdev each, RoCE hw_counters, PFC/ethtool statistics; sim/node/roce_model.h).
+  std::string fabric = "infiniband";
+  bool roce() const { return fabric == "roce"; }
+  // "nvidia" (HGX, NVML, NVRM lines) or "amd" (MI300X-like GPUs on XGMI, AMD SMI, amdgpu
+  // sysfs and kernel lines; sim/node/amd_node.h).
+  std::string gpu_vendor = "nvidia";
+  bool amd() const { return gpu_vendor == "amd"; }
+  bool amdsmi = true;  // AMD node: the agent loads the fake AMD SMI; false = the amdgpu sysfs files only
 };
 
 // Background noise a healthy node shows (rates are per hour).
@@ -41,6 +50,7 @@ struct NoiseSpec {
   double aer_corrected_per_hour = 2;  // corrected PCIe errors on random endpoints
   double temp_wander_c = 1.0;         // amplitude of temperature drift
   double step_jitter = 0.02;          // relative noise of the job's step time
+  double roce_ecn_per_s = 50;         // RoCE nodes: background ECN marks per port per second (CNPs follow)
 };
 
 struct WorkloadSpec {
@@ -103,6 +113,13 @@ enum class NodeFaultKind {
   kJobStop,
   kKmsg,
   kSel,
+  // RoCE nodes only (node.fabric: roce).
+  kRoceErrors,     // hca, value: CRC errors per minute on the port, with the retransmissions they cause
+  kPfcStorm,       // value: PFC pause frames per second (hca: one port; absent: every port), with an ECN/CNP surge
+  kLinkDowntrain,  // hca, value: the speed it retrains at in Gb/s (default 200)
+  // AMD nodes only (node.gpu_vendor: amd).
+  kBadPageThreshold,  // gpu, value: pages retired at once (default: the threshold + 1)
+  kRingTimeout,       // gpu: a job hangs a ring; `text` = the process named (default python3)
 };
 
 struct NodeFault {

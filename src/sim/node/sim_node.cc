@@ -158,6 +158,8 @@ Result<std::unique_ptr<SimNode>> SimNode::Create(const NodeScenario& scenario, c
   return node;
 }
 
+std::string SimNode::amdsmi_state_path() const { return amd_ ? amd_->state_path() : ""; }
+
 std::string SimNode::bmc_url() const { return bmc_ ? bmc_->base_url() : ""; }
 std::string SimNode::bmc_ca_file() const { return bmc_ ? bmc_->ca_cert_path() : ""; }
 
@@ -190,7 +192,9 @@ Status SimNode::Init() {
     if (Status s = WriteAtomically(p, ""); !s.ok()) return s;
   }
   fs::remove_all(sysfs_root_, ec);
-  auto tree = FakeSysfsTree::Create(sysfs_root_, FakeSysfsOptions{.gpus = scenario_.node.gpus});
+  // An MI300X node's GPUs talk over XGMI: no NVSwitches on its PCIe tree.
+  auto tree = FakeSysfsTree::Create(
+      sysfs_root_, FakeSysfsOptions{.gpus = scenario_.node.gpus, .nvswitches = scenario_.node.amd() ? 0 : 4});
   if (!tree.ok()) return tree.status();
   tree_ = std::make_unique<FakeSysfsTree>(std::move(tree).value());
 
@@ -206,6 +210,18 @@ Status SimNode::Init() {
     } else {
       layout.nic_bdfs.push_back(d.bdf);
     }
+  }
+  if (scenario_.node.roce()) {
+    std::vector<std::string> netdevs;
+    for (size_t i = 0; i < layout.hca_names.size(); ++i) netdevs.push_back(RoceNetdev(i));
+    auto eth = FakeEthernet::Create(*tree_, layout.hca_names, netdevs);
+    if (!eth.ok()) return eth.status();
+    eth_ = std::make_unique<FakeEthernet>(std::move(eth).value());
+  }
+  if (scenario_.node.amd()) {
+    auto amd = AmdPublisher::Create(dir, sysfs_root_);
+    if (!amd.ok()) return amd.status();
+    amd_ = std::move(amd).value();
   }
   model_ = std::make_unique<NodeModel>(scenario_, std::move(layout));
   sysfs_gpu_ = model_->state().gpu_pcie;
@@ -242,13 +258,17 @@ Status SimNode::WriteBootLog() {
     out += head + text + "\n";
   };
   const double boot_s = static_cast<double>(options_.time.boot_ns) / 1e9;
-  line(6, 12.9, "nvidia: module license 'NVIDIA' taints kernel.");
-  line(6, 13.5, "NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.90.07  Fri May 31 09:35:42 UTC 2024");
-  for (size_t i = 0; i < l.gpu_bdfs.size(); ++i) {
-    const std::string bdf = l.gpu_bdfs[i].substr(0, l.gpu_bdfs[i].rfind('.'));
-    line(6, 20.0 + 0.01 * static_cast<double>(i), "NVRM: GPU at PCI:" + bdf + ": " + l.GpuUuid(static_cast<int>(i)));
-    line(6, 20.0 + 0.01 * static_cast<double>(i) + 0.001,
-         "NVRM: GPU Board Serial Number: " + l.GpuSerial(static_cast<int>(i)));
+  if (amd_) {
+    for (const auto& [uptime, text] : AmdBootLines(l)) line(6, uptime, text);
+  } else {
+    line(6, 12.9, "nvidia: module license 'NVIDIA' taints kernel.");
+    line(6, 13.5, "NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.90.07  Fri May 31 09:35:42 UTC 2024");
+    for (size_t i = 0; i < l.gpu_bdfs.size(); ++i) {
+      const std::string bdf = l.gpu_bdfs[i].substr(0, l.gpu_bdfs[i].rfind('.'));
+      line(6, 20.0 + 0.01 * static_cast<double>(i), "NVRM: GPU at PCI:" + bdf + ": " + l.GpuUuid(static_cast<int>(i)));
+      line(6, 20.0 + 0.01 * static_cast<double>(i) + 0.001,
+           "NVRM: GPU Board Serial Number: " + l.GpuSerial(static_cast<int>(i)));
+    }
   }
   line(6, std::max(30.0, boot_s - 1), "systemd[1]: Started faultline-sim-node.service.");
   stats_.kmsg_lines += kmsg_seq_;
@@ -288,6 +308,17 @@ Status SimNode::PublishKmsg() {
 
 Status SimNode::PublishNvml() {
   const NodeState& s = model_->state();
+  if (amd_) {
+    // An AMD node: its GPUs through the fake AMD SMI and amdgpu sysfs; NVML sees none.
+    if (!nvml_published_) {
+      nvml_published_ = true;
+      if (Status st = WriteAtomically(nvml_path_, R"({"gpus":[]})"); !st.ok()) return st;
+    }
+    const uint64_t before = amd_->writes();
+    Status st = amd_->Publish(s, model_->layout());
+    stats_.nvml_writes += amd_->writes() - before;
+    return st;
+  }
   std::vector<NvmlGpuView> views;
   views.reserve(s.gpus.size());
   for (const SimGpu& g : s.gpus) views.emplace_back(g);
@@ -350,6 +381,7 @@ Status SimNode::PublishSysfs() {
     if (want.link_downed != have.link_downed) note(tree_->SetIbCounter(dev, "link_downed", want.link_downed));
     have = want;
   }
+  if (eth_) note(PublishRoce(*eth_, s.roce, sysfs_roce_));
   return first;
 }
 

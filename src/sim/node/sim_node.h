@@ -16,6 +16,7 @@
 #include "core/status.h"
 #include "sim/fake_sysfs/fake_sysfs.h"
 #include "sim/mock_bmc/mock_bmc.h"
+#include "sim/node/amd_node.h"
 #include "sim/node/node_model.h"
 
 namespace faultline::sim {
@@ -64,6 +65,8 @@ class SimNode {
   // Where an agent finds the node.
   const std::string& kmsg_path() const { return kmsg_path_; }
   const std::string& nvml_state_path() const { return nvml_path_; }
+  // The fake AMD SMI library's state file ($FAKE_AMDSMI_STATE); "" on an NVIDIA node.
+  std::string amdsmi_state_path() const;
   const std::string& sysfs_root() const { return sysfs_root_; }
   const std::string& workload_path() const { return workload_path_; }
   std::string bmc_url() const;  // "" when the node has no BMC
@@ -90,6 +93,8 @@ class SimNode {
   NodeScenario scenario_;
   std::unique_ptr<NodeModel> model_;
   std::unique_ptr<FakeSysfsTree> tree_;
+  std::unique_ptr<AmdPublisher> amd_;  // node.gpu_vendor: amd (sim/node/amd_node.h)
+  std::unique_ptr<FakeEthernet> eth_;  // node.fabric: roce (sim/node/roce_model.h)
   std::unique_ptr<MockBmc> bmc_;
   std::string kmsg_path_, nvml_path_, sysfs_root_, workload_path_, password_path_, bmc_dir_;
   uint64_t kmsg_seq_ = 0;
@@ -98,6 +103,7 @@ class SimNode {
   // What the sysfs tree holds now (so only changes are written).
   std::vector<SimPcieLink> sysfs_gpu_, sysfs_nic_;
   std::vector<SimIbPort> sysfs_ib_;
+  std::vector<SimRocePort> sysfs_roce_;
   std::string last_nvml_;
   std::vector<NvmlGpuView> last_nvml_views_;  // what last_nvml_ was made from
   bool last_nvml_init_fails_ = false;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/inventory.h"
+#include "sources/kmsg/amdgpu_events.h"
 #include "parse/text.h"
 
 namespace faultline {
@@ -207,6 +208,9 @@ void KernelEventAssembler::Emit(const KernelEvent& ev, const LogLine& line, std:
       EmitOrphanAerBit(ev, o, out);
       return;
     case KT::kAerStatus:  // status words without their header: nothing to place
+      return;
+    case KT::kAmdgpu:  // amdgpu RAS / reset / ring lines (sources/kmsg/amdgpu_events.h)
+      if (AmdgpuObservation(ev, Bdf(ev.device), o)) out.push_back(std::move(o));
       return;
     default:
       EmitHostEvent(ev, o, out);

@@ -20,6 +20,7 @@ namespace {
 // parse/kernel_line.cc; tests check that each classified sample passes the prefilter.
 constexpr std::string_view kTriggers[] = {
     "NVRM",
+    "amdgpu",  // amdgpu RAS/reset/ring lines, both print forms (parse/amdgpu_line.h)
     "SXid",
     "AER",
     "PCIe Bus Error",
