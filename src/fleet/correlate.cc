@@ -61,6 +61,8 @@ std::string_view CorrelationFamily(FaultClass c) {
     case FaultClass::kDriverFault:
     case FaultClass::kGspFirmware:
       return "driver";
+    case FaultClass::kFabricCongestion:
+      return "congestion";
     default:
       return "";
   }
@@ -195,16 +197,27 @@ void CableRule(Pass& p) {
   p.EmitGroups("cable", groups, 2);
 }
 
+// The switch a diagnosed port lands on: its cable's switch end, else the node's leaf.
+std::string SwitchOf(const Pass& p, size_t i) {
+  auto [device, port] = LinkEnd(p.refs[i].diagnosis->component);
+  if (const Cable* c = p.topology.CableAt(p.refs[i].node, device, port)) {
+    if (!c->a.switch_name.empty()) return c->a.switch_name;
+    if (!c->b.switch_name.empty()) return c->b.switch_name;
+  }
+  return p.NodeOf(i)->leaf_switch;
+}
+
 void SwitchRule(Pass& p) {
-  auto groups = p.Group("link", [&](size_t i) {
-    auto [device, port] = LinkEnd(p.refs[i].diagnosis->component);
-    if (const Cable* c = p.topology.CableAt(p.refs[i].node, device, port)) {
-      if (!c->a.switch_name.empty()) return c->a.switch_name;
-      if (!c->b.switch_name.empty()) return c->b.switch_name;
-    }
-    return p.NodeOf(i)->leaf_switch;
-  });
+  auto groups = p.Group("link", [&](size_t i) { return SwitchOf(p, i); });
   p.EmitGroups("switch", groups, std::max(p.options.min_switch_ports, p.options.min_nodes));
+}
+
+// Congestion (PFC storms, ECN/CNP surges without loss) on the ports of several nodes under
+// one switch is that switch's traffic, one cause for the fabric's owners; on one node it
+// stays that node's (its job's traffic).
+void CongestionRule(Pass& p) {
+  auto groups = p.Group("congestion", [&](size_t i) { return SwitchOf(p, i); });
+  p.EmitGroups("congestion", groups, p.options.min_nodes);
 }
 
 void PowerRules(Pass& p) {
@@ -240,6 +253,7 @@ std::vector<SharedCause> Correlate(const std::vector<HeldRef>& refs, const Topol
   Pass p{refs, topology, options, reporting, std::vector<bool>(refs.size(), false), {}};
   CableRule(p);
   SwitchRule(p);
+  CongestionRule(p);
   PowerRules(p);
   CoolingRule(p);
   DriverRule(p);

@@ -9,10 +9,13 @@
 //   link    (ib_link_errors, ib_link_down, nvlink_errors, nvlink_down): both node ends of
 //           one cable -> the cable (needs 2 nodes whatever min_nodes says); then ports of
 //           min_switch_ports nodes whose cable (else leaf_switch) lands on one switch -> the switch;
+//   congestion (fabric_congestion: RoCE PFC storms, ECN/CNP surges without loss): ports of
+//           min_nodes nodes under one switch (as for link) -> cause "congestion" on that
+//           switch, the fabric's traffic rather than a part;
 //   driver  (driver_fault, gsp_firmware): min_nodes nodes on one driver version and no
 //           such diagnosis on any other version -> the driver version.
-// A diagnosis joins at most one cause (rules run in the order cable, switch, feed, PDU,
-// loop, driver). Diagnoses of a node missing from the topology never correlate.
+// A diagnosis joins at most one cause (rules run in the order cable, switch, congestion,
+// feed, PDU, loop, driver). Diagnoses of a node missing from the topology never correlate.
 //
 // Power and cooling need evidence of a shared cause on each node: a node counts only when
 // one of its diagnoses of the family is node-wide (any class but gpu_power_brake /

@@ -218,6 +218,39 @@ TEST_F(CorrelateTest, TwoPortsAreNotYetManyOnASwitch) {
                   .empty());
 }
 
+ComponentRef Roce(const std::string& device, int port) {
+  return ComponentRef{
+      ComponentType::kRoce, device + "/" + std::to_string(port), {{"device", device}, {"port", std::to_string(port)}}};
+}
+
+TEST_F(CorrelateTest, CongestionOnSeveralNodesUnderOneLeafIsThatLeafsTraffic) {
+  const auto out =
+      Judge({DiagnosisEnvelope(N("r1-n0"), 1, FaultClass::kFabricCongestion, Roce("mlx5_0", 1), StepTime(1)),
+             DiagnosisEnvelope(N("r1-n1"), 1, FaultClass::kFabricCongestion, Roce("mlx5_2", 1), StepTime(2)),
+             DiagnosisEnvelope(N("r1-n2"), 1, FaultClass::kFabricCongestion, Roce("mlx5_0", 1), StepTime(3))});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].cause, "congestion");
+  EXPECT_EQ(out[0].component, "congestion/leaf-r1");
+  EXPECT_EQ(out[0].fault_class, FaultClass::kFabricCongestion);
+  EXPECT_EQ(out[0].nodes.size(), 3u);
+}
+
+TEST_F(CorrelateTest, CongestionOnOneNodeOrUnderTwoLeavesStaysTheNodes) {
+  EXPECT_TRUE(
+      Judge({DiagnosisEnvelope(N("r1-n0"), 1, FaultClass::kFabricCongestion, Roce("mlx5_0", 1), StepTime(1))}).empty());
+  EXPECT_TRUE(Judge({DiagnosisEnvelope(N("r1-n0"), 1, FaultClass::kFabricCongestion, Roce("mlx5_0", 1), StepTime(1)),
+                     DiagnosisEnvelope(N("r2-n0"), 1, FaultClass::kFabricCongestion, Roce("mlx5_0", 1), StepTime(2))})
+                  .empty());
+}
+
+TEST_F(CorrelateTest, CongestionAndLinkErrorsUnderOneLeafAreNotOneCause) {
+  // Link errors on two ports and congestion on one: neither family alone is shared.
+  EXPECT_TRUE(Judge({DiagnosisEnvelope(N("r1-n0"), 1, FaultClass::kIbLinkErrors, Ib("mlx5_0", 1), StepTime(1)),
+                     DiagnosisEnvelope(N("r1-n1"), 1, FaultClass::kIbLinkErrors, Ib("mlx5_0", 1), StepTime(2)),
+                     DiagnosisEnvelope(N("r1-n2"), 1, FaultClass::kFabricCongestion, Roce("mlx5_0", 1), StepTime(3))})
+                  .empty());
+}
+
 TEST_F(CorrelateTest, DriverFaultsOnOneVersionAreTheDriver) {
   for (const char* n : {"r0-n0", "r1-n0", "r2-n0", "r3-n0"}) {
     for (FleetNode& node : topo.nodes) {

@@ -228,6 +228,75 @@ TEST_F(NatsClientTest, NakRedeliversWithACountAndTermDoesNot) {
   EXPECT_TRUE(none->empty());
 }
 
+// Deferred acks (one packed buffer) ack exactly the messages they name: the others come
+// back after ack_wait with their delivery count up and their stream sequence kept.
+TEST_F(NatsClientTest, DeferredAcksAckExactlyTheMessagesTheyName) {
+  std::vector<OutMessage> batch;
+  for (int i = 1; i <= 6; ++i)
+    batch.push_back({"faultline.s.r.n1.obs", "m" + std::to_string(i), "d" + std::to_string(i)});
+  for (const auto& r : conn_->PublishBatch(batch, 5'000'000'000)) ASSERT_TRUE(r.status.ok());
+  ConsumerConfig cc;
+  cc.stream = "FLTEST";
+  cc.durable = "deferred";
+  cc.ack_wait_ns = 1'000'000'000;
+  auto c = conn_->BindPullConsumer(cc);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  std::vector<JsMessage> got;
+  WaitUntil([&] {
+    auto m = (*c)->Fetch(6, 500'000'000);
+    if (m.ok()) {
+      for (auto& x : *m) got.push_back(std::move(x));
+    }
+    return got.size() >= 6;
+  });
+  ASSERT_EQ(got.size(), 6u);
+  DeferredAcks acks;
+  acks.Add("");  // nothing to ack: ignored
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].stream_sequence(), i + 1);
+    EXPECT_EQ(got[i].delivery_count(), 1u);
+    EXPECT_EQ(got[i].msg_id(), "d" + std::to_string(i + 1));
+    if (i % 2 == 0) acks.Add(got[i].ack_subject());
+  }
+  EXPECT_EQ(acks.size(), 3u);
+  ASSERT_TRUE(conn_->AckLater(acks, 2'000'000'000).ok());
+  got.clear();  // dropped unacked: m2, m4 and m6 come back
+  std::vector<JsMessage> again;
+  WaitUntil([&] {
+    auto m = (*c)->Fetch(6, 300'000'000);
+    if (m.ok()) {
+      for (auto& x : *m) again.push_back(std::move(x));
+    }
+    return again.size() >= 3;
+  });
+  ASSERT_EQ(again.size(), 3u);
+  for (size_t i = 0; i < again.size(); ++i) {
+    EXPECT_EQ(again[i].data(), "m" + std::to_string(2 * i + 2));
+    EXPECT_EQ(again[i].stream_sequence(), 2 * i + 2);
+    EXPECT_EQ(again[i].delivery_count(), 2u);
+    ASSERT_TRUE(again[i].AckSync().ok());
+  }
+  acks.clear();
+  EXPECT_TRUE(acks.empty());
+  EXPECT_EQ(acks.bytes(), 0u);
+}
+
+// An existing durable keeps the limits it was made with; a member binding it learns them
+// (the consumer loop sizes its deferred acks by them).
+TEST_F(NatsClientTest, BindingAnExistingDurableReportsTheServersLimits) {
+  ConsumerConfig cc;
+  cc.stream = "FLTEST";
+  cc.durable = "limits";
+  cc.max_ack_pending = 7;
+  auto first = conn_->BindPullConsumer(cc);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ((*first)->config().max_ack_pending, 7);
+  cc.max_ack_pending = 1'000'000;
+  auto second = conn_->BindPullConsumer(cc);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ((*second)->config().max_ack_pending, 7);
+}
+
 TEST_F(NatsClientTest, KeyValuePutGetCreateDelete) {
   auto kv = conn_->EnsureKeyValue(KvConfig{.bucket = "fltest-kv"});
   ASSERT_TRUE(kv.ok()) << kv.status().ToString();

@@ -34,7 +34,8 @@ struct BenchFleetArgs {
   size_t nodes = 10000;
   uint64_t seed = 1;
   double duration = 900;
-  std::string nats;  // URL(s), or "local": start a nats-server on loopback
+  std::string nats;         // URL(s), or "local": start a nats-server on loopback
+  bool nats_no_kv = false;  // consume acking at once, without the KV snapshots
   bool json = false;
 };
 
@@ -215,6 +216,7 @@ int RunBenchFleet(const BenchFleetArgs& a) {
     co.stream = po.stream;
     co.filter_subject = po.subjects.front();
     co.expect_messages = pub->messages - pub->failed;
+    if (a.nats_no_kv) co.kv_bucket.clear();
     auto con = sim::ConsumeFleetScenario(sc, co);
     if (!con.ok()) {
       std::cerr << "bench fleet: consume: " << con.status().ToString() << "\n";
@@ -235,11 +237,15 @@ int RunBenchFleet(const BenchFleetArgs& a) {
         {"consume_wall_s", con->wall_s},
         {"consume_cpu_s", con->cpu_s},
         {"consume_observations_per_s", con->wall_s > 0 ? static_cast<double>(con->observations) / con->wall_s : 0},
+        {"consume_acks", co.kv_bucket.empty() ? "each message once ingested" : "after the KV snapshot holding it"},
         {"fetch_s", con->fetch_s},
         {"decode_s", con->decode_s},
         {"ingest_s", con->ingest_s},
         {"ack_s", con->ack_s},
         {"evaluate_s", con->evaluate_s},
+        {"evaluations", con->evaluations},
+        {"snapshot_s", con->snapshot_s},
+        {"snapshots", con->snapshots},
         {"open_diagnoses", con->open_diagnoses},
         {"first_error", pub->first_error},
     };
@@ -301,7 +307,8 @@ int RunBenchFleet(const BenchFleetArgs& a) {
               << Fixed(n["fetch_s"].get<double>(), 2) << " s, decode " << Fixed(n["decode_s"].get<double>(), 2)
               << " s, ingest " << Fixed(n["ingest_s"].get<double>(), 2) << " s, ack "
               << Fixed(n["ack_s"].get<double>(), 2) << " s, evaluate " << Fixed(n["evaluate_s"].get<double>(), 2)
-              << " s)\n";
+              << " s in " << n["evaluations"].get<size_t>() << ", snapshot " << Fixed(n["snapshot_s"].get<double>(), 2)
+              << " s in " << n["snapshots"].get<size_t>() << "; acks " << n["consume_acks"].get<std::string>() << ")\n";
   }
   return kExitOk;
 }
@@ -321,6 +328,8 @@ void AddBenchFleetCommand(CliApp& app) {
   cmd->add_option("--nats", args->nats,
                   "Also publish to and consume from JetStream: a server URL, or `local` to start nats-server on "
                   "loopback");
+  cmd->add_flag("--nats-no-kv", args->nats_no_kv,
+                "With --nats: consume without the KV snapshots (each message acked once ingested)");
   cmd->add_flag("--json", args->json, "The figures as JSON");
   cmd->callback([&app, args] { app.exit_code = RunBenchFleet(*args); });
 }

@@ -320,7 +320,7 @@ Result<std::unique_ptr<Connection>> Connection::Connect(const ConnectOptions& o)
   jsOptions ja;
   jsOptions_Init(&ja);
   ja.Wait = Ms(o.request_timeout_ns);
-  ja.PublishAsync.MaxPending = 4096;
+  ja.PublishAsync.MaxPending = std::max(1, o.max_pending_publishes);
   ja.PublishAsync.AckHandler = OnAsyncAck;
   ja.PublishAsync.AckHandlerClosure = c->batch_.get();
   ja.PublishAsync.StallWait = Ms(o.request_timeout_ns);  // a full window waits for acks, then times out
@@ -545,7 +545,13 @@ Result<std::unique_ptr<PullConsumer>> Connection::BindPullConsumer(const Consume
   jerr = static_cast<jsErrCode>(0);
   s = js_PullSubscribe(&sub, js_, config.filter_subject.c_str(), config.durable.c_str(), nullptr, &so, &jerr);
   if (s != NATS_OK) return NatsError(s, jerr, "nats: bind consumer " + config.durable);
-  return std::unique_ptr<PullConsumer>(new PullConsumer(sub, config));
+  ConsumerConfig bound = config;
+  // An existing durable keeps the limits it was made with: report what the server holds.
+  if (ci->Config != nullptr) {
+    bound.max_ack_pending = ci->Config->MaxAckPending;
+    bound.ack_wait_ns = ci->Config->AckWait;
+  }
+  return std::unique_ptr<PullConsumer>(new PullConsumer(sub, std::move(bound)));
 }
 
 Status Connection::DeleteConsumer(const std::string& stream, const std::string& durable) {
@@ -554,14 +560,44 @@ Status Connection::DeleteConsumer(const std::string& stream, const std::string& 
   return s == NATS_OK ? Status::Ok() : NatsError(s, jerr, "nats: delete consumer " + durable);
 }
 
+namespace {
+constexpr char kAckBody[] = "+ACK";  // JetStream's ack body (what natsMsg_Ack sends)
+}  // namespace
+
 Status Connection::AckLater(const std::vector<std::string>& ack_subjects, int64_t timeout_ns) {
-  static constexpr char kAck[] = "+ACK";  // JetStream's ack body (what natsMsg_Ack sends)
   for (const auto& subject : ack_subjects) {
     if (subject.empty()) continue;
-    natsStatus s = natsConnection_Publish(nc_, subject.c_str(), kAck, sizeof(kAck) - 1);
+    natsStatus s = natsConnection_Publish(nc_, subject.c_str(), kAckBody, sizeof(kAckBody) - 1);
     if (s != NATS_OK) return NatsError(s, 0, "nats: ack");
   }
   return Flush(timeout_ns);
+}
+
+Status Connection::AckLater(const DeferredAcks& acks, int64_t timeout_ns) {
+  // libnats buffers these publishes and writes them in large chunks; one flush at the end.
+  natsStatus failed = NATS_OK;
+  acks.ForEach([&](const char* subject) {
+    if (failed == NATS_OK) failed = natsConnection_Publish(nc_, subject, kAckBody, sizeof(kAckBody) - 1);
+  });
+  if (failed != NATS_OK) return NatsError(failed, 0, "nats: ack");
+  return Flush(timeout_ns);
+}
+
+void DeferredAcks::Add(std::string_view ack_subject) {
+  if (ack_subject.empty() || ack_subject.find('\0') != std::string_view::npos) return;
+  packed_.append(ack_subject);
+  packed_.push_back('\0');
+  ++count_;
+}
+
+void DeferredAcks::clear() {
+  // Keeps the buffer's capacity only while it is modest (the next checkpoint reuses it).
+  if (packed_.capacity() > (size_t{64} << 20)) {
+    std::string().swap(packed_);
+  } else {
+    packed_.clear();
+  }
+  count_ = 0;
 }
 
 Result<std::unique_ptr<KeyValue>> Connection::EnsureKeyValue(const KvConfig& config) {
@@ -611,9 +647,45 @@ Result<PullConsumer::Info> PullConsumer::GetInfo() {
   return Info{ci->NumPending, ci->NumAckPending, ci->NumRedelivered};
 }
 
+namespace {
+
+// Reads "<delivered>.<stream seq>" from a JetStream ack subject without allocating:
+// "$JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>" (9 tokens) or the
+// newer "$JS.ACK.<domain>.<account>.<stream>.<consumer>.<delivered>.<sseq>..." (11 or 12).
+// False when the subject has neither form.
+bool ParseAckSubject(std::string_view reply, uint64_t& delivered, uint64_t& stream_seq) {
+  constexpr size_t kMaxTokens = 13;
+  std::string_view tokens[kMaxTokens];
+  size_t n = 0;
+  size_t pos = 0;
+  while (n < kMaxTokens) {
+    const size_t dot = reply.find('.', pos);
+    tokens[n++] = reply.substr(pos, dot == std::string_view::npos ? std::string_view::npos : dot - pos);
+    if (dot == std::string_view::npos) break;
+    pos = dot + 1;
+  }
+  if (n < 9 || tokens[0] != "$JS" || tokens[1] != "ACK") return false;
+  const size_t base = n == 9 ? 4 : (n == 11 || n == 12 ? 6 : 0);
+  if (base == 0) return false;
+  auto number = [](std::string_view t, uint64_t& out) {
+    if (t.empty() || t.size() > 19) return false;
+    uint64_t v = 0;
+    for (char c : t) {
+      if (c < '0' || c > '9') return false;
+      v = v * 10 + static_cast<uint64_t>(c - '0');
+    }
+    out = v;
+    return true;
+  };
+  return number(tokens[base], delivered) && number(tokens[base + 1], stream_seq);
+}
+
+}  // namespace
+
 JsMessage::JsMessage(natsMsg* msg) : msg_(msg) {
-  const char* id = nullptr;
-  if (natsMsgHeader_Get(msg_, kMsgIdHeader, &id) == NATS_OK && id != nullptr) msg_id_ = id;
+  const char* reply = natsMsg_GetReply(msg_);
+  if (reply != nullptr && ParseAckSubject(reply, delivered_, stream_seq_)) return;
+  // Some other form: let libnats read it (allocates; not the common path).
   jsMsgMetaData* meta = nullptr;
   if (natsMsg_GetMetaData(&meta, msg_) == NATS_OK) {
     stream_seq_ = meta->Sequence.Stream;
@@ -622,12 +694,17 @@ JsMessage::JsMessage(natsMsg* msg) : msg_(msg) {
   }
 }
 
+std::string JsMessage::msg_id() const {
+  const char* id = nullptr;
+  if (msg_ != nullptr && natsMsgHeader_Get(msg_, kMsgIdHeader, &id) == NATS_OK && id != nullptr) return id;
+  return "";
+}
+
 JsMessage::~JsMessage() {
   if (msg_ != nullptr) natsMsg_Destroy(msg_);
 }
 
-JsMessage::JsMessage(JsMessage&& o) noexcept
-    : msg_(o.msg_), msg_id_(std::move(o.msg_id_)), stream_seq_(o.stream_seq_), delivered_(o.delivered_) {
+JsMessage::JsMessage(JsMessage&& o) noexcept : msg_(o.msg_), stream_seq_(o.stream_seq_), delivered_(o.delivered_) {
   o.msg_ = nullptr;
 }
 
@@ -636,7 +713,6 @@ JsMessage& JsMessage::operator=(JsMessage&& o) noexcept {
     if (msg_ != nullptr) natsMsg_Destroy(msg_);
     msg_ = o.msg_;
     o.msg_ = nullptr;
-    msg_id_ = std::move(o.msg_id_);
     stream_seq_ = o.stream_seq_;
     delivered_ = o.delivered_;
   }
@@ -661,9 +737,9 @@ Status AckResult(natsStatus s, const char* what) {
 }
 }  // namespace
 
-std::string JsMessage::ack_subject() const {
+std::string_view JsMessage::ack_subject() const {
   const char* reply = msg_ == nullptr ? nullptr : natsMsg_GetReply(msg_);
-  return reply == nullptr ? std::string() : std::string(reply);
+  return reply == nullptr ? std::string_view() : std::string_view(reply);
 }
 
 Status JsMessage::Ack() {

@@ -69,6 +69,9 @@ struct ConnectOptions {
   int64_t request_timeout_ns = 5'000'000'000;
   // Bytes of publishes buffered while reconnecting (libnats' reconnect buffer).
   int reconnect_buffer_bytes = 8 << 20;
+  // PublishBatch: publishes in flight (sent, ack not yet back) before a publish waits for
+  // room. A batch no larger than this is sent without stopping for acks.
+  int max_pending_publishes = 4096;
 };
 
 // The credentials a file names (ParseCredentials): exactly one kind is set.
@@ -132,14 +135,45 @@ struct ConsumerConfig {
   std::string durable = "faultline-fleet";  // no '.', '*', '>' or whitespace
   std::string filter_subject = "faultline.>";
   int64_t ack_wait_ns = 60'000'000'000;  // unacked this long -> redelivered (to any member)
-  int64_t max_ack_pending = 100'000;     // in flight across all members
-  int64_t max_deliver = -1;              // -1 = unlimited
+  // In flight (delivered, unacked) across all members; past it the server delivers
+  // nothing more. A consumer that acks only after its snapshot holds this many between
+  // two snapshots, so it bounds that consumer's throughput (docs/fleet.md "Transport").
+  // BindPullConsumer reports the server's value for an existing durable.
+  int64_t max_ack_pending = 1'000'000;
+  int64_t max_deliver = -1;  // -1 = unlimited
 };
 
 class Connection;
 
+// Ack subjects kept for later (a consumer that acks once its snapshot is saved): packed
+// into one buffer, NUL-separated (subjects hold no NUL), so holding a million of them
+// costs their bytes and no allocation each.
+class DeferredAcks {
+ public:
+  void Add(std::string_view ack_subject);
+  size_t size() const { return count_; }
+  bool empty() const { return count_ == 0; }
+  size_t bytes() const { return packed_.size(); }
+  void clear();
+  // Calls f(const char* nul_terminated_subject) for each, in the order added.
+  template <typename F>
+  void ForEach(F&& f) const {
+    for (size_t pos = 0; pos < packed_.size();) {
+      const char* s = packed_.data() + pos;
+      f(s);
+      pos += std::char_traits<char>::length(s) + 1;
+    }
+  }
+
+ private:
+  std::string packed_;
+  size_t count_ = 0;
+};
+
 // A message fetched from a pull consumer. Move-only; destroying it without Ack/Nak/Term
-// leaves it to be redelivered after ack_wait.
+// leaves it to be redelivered after ack_wait. Cheap to make: the stream sequence and the
+// delivery count are read from the ack subject without allocating, the msg id header
+// only when asked for.
 class JsMessage {
  public:
   JsMessage() = default;
@@ -151,7 +185,7 @@ class JsMessage {
 
   std::string_view data() const;
   std::string_view subject() const;
-  const std::string& msg_id() const { return msg_id_; }  // "" when published without one
+  std::string msg_id() const;  // "" when published without one
   uint64_t stream_sequence() const { return stream_seq_; }
   uint64_t delivery_count() const { return delivered_; }  // 1 on first delivery
 
@@ -162,13 +196,12 @@ class JsMessage {
   Status InProgress();               // still working: restart ack_wait
   // The subject an ack goes to: kept instead of the message when acking is deferred
   // (Connection::AckLater), so a consumer holds a few bytes per message, not its data.
-  std::string ack_subject() const;
+  std::string_view ack_subject() const;
 
  private:
   friend class PullConsumer;
   explicit JsMessage(natsMsg* msg);
   natsMsg* msg_ = nullptr;
-  std::string msg_id_;
   uint64_t stream_seq_ = 0;
   uint64_t delivered_ = 0;
 };
@@ -267,6 +300,8 @@ class Connection {
   // Acks messages by their ack subjects (JsMessage::ack_subject), then flushes. For a
   // consumer that acks only once its state is saved.
   Status AckLater(const std::vector<std::string>& ack_subjects, int64_t timeout_ns);
+  // The same for a DeferredAcks list: one buffer, no allocation per message.
+  Status AckLater(const DeferredAcks& acks, int64_t timeout_ns);
 
   // Binds the bucket, creating it when absent.
   Result<std::unique_ptr<KeyValue>> EnsureKeyValue(const KvConfig& config);

@@ -1,6 +1,7 @@
 #include "fleet/nats/consumer_loop.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <sstream>
@@ -35,6 +36,12 @@ std::string Hex(uint64_t v) {
   char buf[17];
   std::snprintf(buf, sizeof(buf), "%016" PRIx64, v);
   return buf;
+}
+
+using Steady = std::chrono::steady_clock;
+
+double Seconds(Steady::time_point from, Steady::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
 }
 
 bool EndsWith(std::string_view s, std::string_view suffix) {
@@ -72,6 +79,13 @@ Status FleetLoop::Start() {
   auto consumer = conn_.BindPullConsumer(options_.consumer);
   if (!consumer.ok()) return consumer.status();
   consumer_ = std::move(consumer).value();
+  // Deferred acks count against the durable's max_ack_pending (as the server holds it, for
+  // an existing durable perhaps made with another value): checkpoint before half of it is
+  // used, so a fetched batch always finds room.
+  max_deferred_acks_ = std::max<size_t>(1, options_.max_deferred_acks);
+  if (const int64_t server_max = consumer_->config().max_ack_pending; server_max > 0) {
+    max_deferred_acks_ = std::min(max_deferred_acks_, std::max<size_t>(1, static_cast<size_t>(server_max) / 2));
+  }
   if (!options_.kv_bucket.empty()) {
     KvConfig kc;
     kc.bucket = options_.kv_bucket;
@@ -96,33 +110,14 @@ Status FleetLoop::Start() {
 
 Result<std::vector<FleetDiagnosis>> FleetLoop::Step() {
   if (consumer_ == nullptr) return Status(StatusCode::kInvalidArgument, "fleet loop: Start() first");
+  const auto f0 = Steady::now();
   auto batch = consumer_->Fetch(options_.fetch_batch, options_.fetch_timeout_ns);
+  stats_.fetch_s += Seconds(f0, Steady::now());
   if (!batch.ok()) {
     ++stats_.fetch_errors;
     return batch.status();
   }
-  for (JsMessage& m : *batch) {
-    ++stats_.messages;
-    if (m.delivery_count() > 1) ++stats_.redelivered;
-    if (EndsWith(m.subject(), ".fleet")) {
-      ++stats_.skipped_fleet;
-      (void)m.Ack();
-      continue;
-    }
-    Status s = analyzer_.IngestMessage(m.data(), options_.limits);
-    if (!s.ok()) {
-      // It can never succeed: no redelivery, count it and go on.
-      ++(s.code() == StatusCode::kInvalidArgument ? stats_.oversized : stats_.malformed);
-      (void)m.Term();
-      continue;
-    }
-    ++stats_.ingested;
-    if (kv_) {
-      deferred_acks_.push_back(m.ack_subject());
-    } else {
-      (void)m.Ack();
-    }
-  }
+  for (JsMessage& m : *batch) Handle(m);
   std::vector<FleetDiagnosis> out;
   const int64_t now = clock_.MonotonicNs();
   if (now - last_evaluate_mono_ >= options_.evaluate_interval_ns) {
@@ -130,15 +125,50 @@ Result<std::vector<FleetDiagnosis>> FleetLoop::Step() {
     if (!d.ok()) return d.status();
     out = std::move(d).value();
   }
-  if (kv_ && (now - last_snapshot_mono_ >= options_.snapshot_interval_ns ||
-              deferred_acks_.size() >= options_.max_deferred_acks)) {
+  if (kv_ &&
+      (now - last_snapshot_mono_ >= options_.snapshot_interval_ns || deferred_acks_.size() >= max_deferred_acks_)) {
     // A failed checkpoint keeps its acks for the next one: nothing is acked unsaved.
     if (Status s = Checkpoint(); !s.ok()) ++stats_.snapshot_errors;
   }
   return out;
 }
 
+void FleetLoop::Handle(JsMessage& m) {
+  ++stats_.messages;
+  if (m.delivery_count() > 1) ++stats_.redelivered;
+  if (EndsWith(m.subject(), ".fleet")) {
+    ++stats_.skipped_fleet;
+    (void)m.Ack();
+    return;
+  }
+  const auto t0 = Steady::now();
+  Result<Envelope> env = Decode(m.data(), options_.limits);
+  const auto t1 = Steady::now();
+  stats_.decode_s += Seconds(t0, t1);
+  if (!env.ok()) {
+    // The analyzer counts it too (its refused); the decode fails again, as cheaply.
+    (void)analyzer_.IngestMessage(m.data(), options_.limits);
+    // It can never succeed: no redelivery, count it and go on.
+    ++(env.status().code() == StatusCode::kInvalidArgument ? stats_.oversized : stats_.malformed);
+    (void)m.Term();
+    return;
+  }
+  analyzer_.Ingest(*env);
+  const auto t2 = Steady::now();
+  stats_.ingest_s += Seconds(t1, t2);
+  ++stats_.ingested;
+  stats_.observations += env->observations.size();
+  stats_.newest_sent_ns = std::max(stats_.newest_sent_ns, env->sent_ns);
+  if (kv_) {
+    deferred_acks_.Add(m.ack_subject());
+  } else {
+    (void)m.Ack();
+    stats_.ack_s += Seconds(t2, Steady::now());
+  }
+}
+
 Result<std::vector<FleetDiagnosis>> FleetLoop::EvaluateNow() {
+  const auto t0 = Steady::now();
   last_evaluate_mono_ = clock_.MonotonicNs();
   ++stats_.evaluations;
   std::vector<FleetDiagnosis> fresh = analyzer_.Evaluate(clock_.NowNs());
@@ -147,6 +177,7 @@ Result<std::vector<FleetDiagnosis>> FleetLoop::EvaluateNow() {
     outbox_.insert(outbox_.end(), fresh.begin(), fresh.end());
     (void)FlushOutbox();  // what fails stays in the outbox; Checkpoint waits for it
   }
+  stats_.evaluate_s += Seconds(t0, Steady::now());
   return fresh;
 }
 
@@ -180,9 +211,14 @@ Status FleetLoop::Checkpoint() {
   // A diagnosis is on the stream before the snapshot that says it was returned.
   if (Status s = FlushOutbox(); !s.ok()) return s;
   if (!kv_) return Status::Ok();
-  if (Status s = SaveSnapshot(analyzer_.Snapshot()); !s.ok()) return s;
+  const auto t0 = Steady::now();
+  Status saved = SaveSnapshot(analyzer_.Snapshot());
+  const auto t1 = Steady::now();
+  stats_.snapshot_s += Seconds(t0, t1);
+  if (!saved.ok()) return saved;
   ++stats_.snapshots;
   Status acked = conn_.AckLater(deferred_acks_, options_.fetch_timeout_ns + 1'000'000'000);
+  stats_.ack_s += Seconds(t1, Steady::now());
   // Acks lost to a disconnect only mean redeliveries, which the snapshot's msg ids drop.
   deferred_acks_.clear();
   return acked;

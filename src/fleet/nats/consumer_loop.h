@@ -47,11 +47,17 @@ struct FleetLoopOptions {
   std::string instance = "default";  // snapshot key: snap.<durable>.<instance>
   std::string site = "default";      // published to faultline.<site>.fleet.fleet.fleet
   bool publish_diagnoses = true;
-  int fetch_batch = 256;
+  // Messages per pull request: one request's round trip and the server's wake-up are spread
+  // over this many messages (agents' envelopes hold a few observations each).
+  int fetch_batch = 1024;
   int64_t fetch_timeout_ns = 500'000'000;
   int64_t evaluate_interval_ns = 1'000'000'000;
   int64_t snapshot_interval_ns = 10'000'000'000;  // keep well under consumer.ack_wait_ns
-  size_t max_deferred_acks = 50'000;              // a checkpoint runs early past this
+  // A checkpoint runs early once this many acks wait for it; never more than half the
+  // durable's max_ack_pending as the server holds it (past that the server would stop
+  // delivering until the next checkpoint). Each waiting ack costs its subject's bytes
+  // (about 70), and a crash redelivers them all (dropped by the restored msg ids).
+  size_t max_deferred_acks = 500'000;
   WireLimits limits;
 };
 
@@ -69,7 +75,14 @@ struct FleetLoopStats {
   uint64_t snapshots = 0;
   uint64_t snapshot_errors = 0;
   uint64_t fetch_errors = 0;
-  bool restored = false;  // Start() found and restored a snapshot
+  uint64_t observations = 0;   // in the ingested envelopes
+  int64_t newest_sent_ns = 0;  // latest sent_ns of an ingested envelope (the agents' clock)
+  bool restored = false;       // Start() found and restored a snapshot
+  // Where the time went (wall seconds, steady clock): waiting in Fetch (the server's
+  // delivery and libnats' reading included), Decode, Ingest, acks (per message, or
+  // deferred ones at a checkpoint), Evaluate (and publishing what it found), Snapshot
+  // and its KV writes.
+  double fetch_s = 0, decode_s = 0, ingest_s = 0, ack_s = 0, evaluate_s = 0, snapshot_s = 0;
 };
 
 class FleetLoop {
@@ -92,6 +105,7 @@ class FleetLoop {
   std::string snapshot_key() const;
 
  private:
+  void Handle(JsMessage& m);
   Status Publish(const FleetDiagnosis& d);
   Status FlushOutbox();
   Status SaveSnapshot(const std::string& bytes);
@@ -103,7 +117,8 @@ class FleetLoop {
   const Clock& clock_;
   std::unique_ptr<PullConsumer> consumer_;
   std::unique_ptr<KeyValue> kv_;
-  std::vector<std::string> deferred_acks_;
+  DeferredAcks deferred_acks_;
+  size_t max_deferred_acks_ = 0;        // options_.max_deferred_acks within the durable's limit
   std::vector<FleetDiagnosis> outbox_;  // evaluated, not yet acked by the stream
   uint64_t generation_ = 0;
   size_t generation_chunks_ = 0;

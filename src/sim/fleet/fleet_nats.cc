@@ -1,11 +1,14 @@
 #include "sim/fleet/fleet_nats.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <ctime>
 #include <thread>
 
+#include "core/clock.h"
 #include "fleet/nats/client.h"
+#include "fleet/nats/consumer_loop.h"
 #include "fleet/wire.h"
 #include "sim/fleet/fleet_sim.h"
 
@@ -23,14 +26,39 @@ double ThreadCpuS() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-Result<std::unique_ptr<nats::Connection>> Connect(const std::string& urls, const std::string& credentials) {
+Result<std::unique_ptr<nats::Connection>> Connect(const std::string& urls, const std::string& credentials,
+                                                  size_t max_pending_publishes = 4096) {
   nats::ConnectOptions c;
   c.urls = nats::SplitUrls(urls);
   if (c.urls.empty()) return Status(StatusCode::kInvalidArgument, "no NATS URL");
   c.name = "faultline-sim-fleet";
   c.credentials_file = credentials;
+  c.max_pending_publishes = static_cast<int>(std::clamp<size_t>(max_pending_publishes, 1, 1 << 20));
+  // A server that just took millions of messages (on a loaded machine) can take longer
+  // than the default 5 s to make a consumer over them.
+  c.request_timeout_ns = int64_t{60} * 1'000'000'000;
   return nats::Connection::Connect(c);
 }
+
+// The analyzer's clock in a replay: "now" is the newest envelope the loop ingested (the
+// agents' clock), intervals run on the real monotonic clock.
+class ReplayClock final : public Clock {
+ public:
+  explicit ReplayClock(int64_t start_ns) : start_ns_(start_ns) {}
+  void Follow(const nats::FleetLoop* loop) { loop_ = loop; }
+  int64_t NowNs() const override {
+    return loop_ == nullptr ? start_ns_ : std::max(start_ns_, loop_->stats().newest_sent_ns);
+  }
+  int64_t MonotonicNs() const override { return real_.MonotonicNs(); }
+  int64_t BootTimeNs() const override { return real_.BootTimeNs(); }
+
+ private:
+  int64_t start_ns_;
+  const nats::FleetLoop* loop_ = nullptr;
+  SystemClock real_;
+};
+
+int64_t Ns(double s) { return static_cast<int64_t>(s * 1e9); }
 
 Status SendBatch(nats::Connection& conn, std::vector<nats::OutMessage>& batch, FleetNatsPublishStats& st) {
   if (batch.empty()) return Status::Ok();
@@ -52,7 +80,7 @@ Status SendBatch(nats::Connection& conn, std::vector<nats::OutMessage>& batch, F
 }  // namespace
 
 Result<FleetNatsPublishStats> PublishFleetScenario(const FleetScenario& sc, const FleetNatsPublishOptions& o) {
-  auto conn = Connect(o.urls, o.credentials_file);
+  auto conn = Connect(o.urls, o.credentials_file, o.batch);
   if (!conn.ok()) return conn.status();
   if (o.ensure_stream) {
     nats::StreamConfig cfg;
@@ -99,75 +127,75 @@ Result<FleetNatsPublishStats> PublishFleetScenario(const FleetScenario& sc, cons
 Result<FleetNatsConsumeStats> ConsumeFleetScenario(const FleetScenario& sc, const FleetNatsConsumeOptions& o) {
   auto conn = Connect(o.urls, o.credentials_file);
   if (!conn.ok()) return conn.status();
-  nats::ConsumerConfig cc;
-  cc.stream = o.stream;
-  cc.durable = o.durable;
-  cc.filter_subject = o.filter_subject;
-  cc.max_ack_pending = std::max<int64_t>(cc.max_ack_pending, o.fetch_batch * 4);
-  auto consumer = (*conn)->BindPullConsumer(cc);
-  if (!consumer.ok()) return consumer.status();
+  nats::FleetLoopOptions lo;
+  lo.ensure_stream = false;  // the publisher made it
+  lo.consumer.stream = o.stream;
+  lo.consumer.durable = o.durable;
+  lo.consumer.filter_subject = o.filter_subject;
+  lo.kv_bucket = o.kv_bucket;
+  lo.instance = "bench";
+  lo.site = sc.topology.site;
+  lo.fetch_batch = o.fetch_batch;
+  lo.fetch_timeout_ns = 500'000'000;
+  lo.evaluate_interval_ns = Ns(o.evaluate_interval_s);
+  lo.snapshot_interval_ns = Ns(o.snapshot_interval_s);
+  // A previous run's snapshot would make this one drop everything as already seen.
+  const std::string kv_stream = "KV_" + o.kv_bucket;
+  if (!o.kv_bucket.empty()) (void)(*conn)->DeleteStream(kv_stream);
   fleet::FleetAnalyzer analyzer(sc.topology, o.analyzer);
+  ReplayClock clock(sc.start_ns);
+  nats::FleetLoop loop(**conn, analyzer, lo, clock);
+  clock.Follow(&loop);
+  if (Status s = loop.Start(); !s.ok()) return s;
+  const nats::FleetLoopStats& ls = loop.stats();
+  auto taken = [&] { return ls.ingested + ls.malformed + ls.oversized; };
   FleetNatsConsumeStats st;
-  const int64_t tick_ns = static_cast<int64_t>(sc.agent.evaluate_s * 1e9);
-  int64_t next_eval_ns = sc.start_ns + tick_ns;
-  auto evaluate_until = [&](int64_t t_ns) {
-    while (next_eval_ns <= t_ns) {
-      const auto v0 = SteadyClock::now();
-      analyzer.Evaluate(next_eval_ns);
-      st.evaluate_s += Since(v0);
-      ++st.evaluations;
-      next_eval_ns += tick_ns;
-    }
-  };
-  SteadyClock::time_point first{}, last{};
+  SteadyClock::time_point first{};
   double cpu0 = 0;
   auto idle_since = SteadyClock::now();
-  while (o.expect_messages == 0 || st.messages < o.expect_messages) {
+  Status failed;
+  while (o.expect_messages == 0 || taken() < o.expect_messages) {
     const auto f0 = SteadyClock::now();
-    auto msgs = (*consumer)->Fetch(o.fetch_batch, 1'000'000'000);
-    if (!msgs.ok()) return msgs.status();
-    if (msgs->empty()) {
-      if (std::chrono::duration<double>(SteadyClock::now() - idle_since).count() * 1e9 >
-          static_cast<double>(o.idle_timeout_ns)) {
-        break;
-      }
+    const double cpu_f0 = ThreadCpuS();
+    const uint64_t before = ls.messages;
+    auto step = loop.Step();
+    if (!step.ok()) {
+      failed = step.status();
+      break;
+    }
+    if (ls.messages == before) {
+      if (Since(idle_since) * 1e9 > static_cast<double>(o.idle_timeout_ns)) break;
       continue;
     }
-    if (st.messages == 0) {
+    if (first == SteadyClock::time_point{}) {
       first = f0;
-      cpu0 = ThreadCpuS();
+      cpu0 = cpu_f0;
     }
-    st.fetch_s += Since(f0);
-    for (nats::JsMessage& m : *msgs) {
-      ++st.messages;
-      st.bytes += m.data().size();
-      const auto d0 = SteadyClock::now();
-      auto env = fleet::Decode(m.data());
-      st.decode_s += Since(d0);
-      const auto a0 = SteadyClock::now();
-      if (!env.ok()) {
-        ++st.malformed;
-        (void)m.Term();
-        st.ack_s += Since(a0);
-        continue;
-      }
-      evaluate_until(env->sent_ns - 1);  // what the analyzer would have answered before this arrived
-      const auto i0 = SteadyClock::now();
-      analyzer.Ingest(*env);
-      st.ingest_s += Since(i0);
-      st.observations += env->observations.size();
-      const auto k0 = SteadyClock::now();
-      (void)m.Ack();
-      st.ack_s += Since(k0);
-    }
-    last = SteadyClock::now();
-    idle_since = last;
+    idle_since = SteadyClock::now();
   }
-  evaluate_until(sc.start_ns + static_cast<int64_t>(sc.duration_s * 1e9));
-  st.wall_s = std::chrono::duration<double>(last - first).count();
-  st.cpu_s = ThreadCpuS() - cpu0;
+  // What the loop does on its way out: a last evaluation, then the checkpoint that acks.
+  (void)loop.EvaluateNow();
+  Status saved = loop.Checkpoint();
+  if (first != SteadyClock::time_point{}) {
+    st.wall_s = Since(first);
+    st.cpu_s = ThreadCpuS() - cpu0;
+  }
+  st.messages = taken();
+  st.observations = ls.observations;
+  st.malformed = ls.malformed + ls.oversized;
+  st.fetch_s = ls.fetch_s;
+  st.decode_s = ls.decode_s;
+  st.ingest_s = ls.ingest_s;
+  st.ack_s = ls.ack_s;
+  st.evaluate_s = ls.evaluate_s;
+  st.snapshot_s = ls.snapshot_s;
+  st.evaluations = ls.evaluations;
+  st.snapshots = ls.snapshots;
   st.open_diagnoses = analyzer.Open().size();
   (void)(*conn)->DeleteConsumer(o.stream, o.durable);
+  if (!o.kv_bucket.empty()) (void)(*conn)->DeleteStream(kv_stream);
+  if (!failed.ok()) return failed;
+  if (!saved.ok()) return saved;
   return st;
 }
 

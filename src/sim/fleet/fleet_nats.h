@@ -8,9 +8,13 @@
 // batches of async publishes (Connection::PublishBatch), optionally paced to the scenario
 // clock (`speed` scenario seconds per wall second; 0 = as fast as acks come back).
 //
-// Consuming: a durable pull consumer; each fetched message is decoded, ingested and acked;
-// the analyzer is evaluated on the scenario clock (each time a message's sent time passes
-// the next evaluation tick), so the answers match the in-process run's.
+// Consuming: the loop `faultline fleet` runs (fleet/nats/consumer_loop.h, FleetLoop), with
+// its mechanics: a durable pull consumer fetched in batches, each message decoded and
+// ingested, Evaluate every evaluate_interval of wall time (not per scenario tick: the
+// stream is replayed far faster than real time), and, with a KV bucket, acks only after
+// the snapshot holding their effect. The analyzer's "now" is the newest envelope's sent
+// time (the scenario clock). Detection quality is scored by the in-process run; this one
+// measures the transport.
 #pragma once
 
 #include <cstdint>
@@ -34,7 +38,9 @@ struct FleetNatsPublishOptions {
   bool memory_storage = false;
   double speed = 0;
   std::optional<double> duration_s;
-  size_t batch = 1024;  // messages in flight per PublishBatch
+  // Messages per PublishBatch; all of them in flight at once (the connection's async
+  // publish window is sized to it), acks awaited at the end of each.
+  size_t batch = 8192;
 };
 
 struct FleetNatsPublishStats {
@@ -57,20 +63,26 @@ struct FleetNatsConsumeOptions {
   std::string durable = "faultline-sim-bench";
   std::string filter_subject = "faultline.>";
   int fetch_batch = 1024;
-  uint64_t expect_messages = 0;              // stop after this many
+  // KV bucket for the loop's snapshots (acks wait for them, as in `faultline fleet`); ""
+  // = ack each message once ingested. The bench's bucket is emptied before and after.
+  std::string kv_bucket = "faultline-sim-bench";
+  double evaluate_interval_s = 1;
+  double snapshot_interval_s = 10;
+  uint64_t expect_messages = 0;              // stop after this many (ingested or refused)
   int64_t idle_timeout_ns = 10'000'000'000;  // stop when nothing comes for this long
   fleet::AnalyzerOptions analyzer;
 };
 
 struct FleetNatsConsumeStats {
-  uint64_t messages = 0;
+  uint64_t messages = 0;  // agents' messages taken (ingested or refused)
   uint64_t observations = 0;
-  uint64_t bytes = 0;
   uint64_t malformed = 0;
-  double wall_s = 0;  // first fetch to last ack
+  double wall_s = 0;  // first fetch to the last ack (the final checkpoint's included)
   double cpu_s = 0;   // this thread's CPU over the same span
-  double fetch_s = 0, decode_s = 0, ingest_s = 0, ack_s = 0, evaluate_s = 0;
+  // The loop's stage timers (FleetLoopStats); snapshot_s = Snapshot + KV writes.
+  double fetch_s = 0, decode_s = 0, ingest_s = 0, ack_s = 0, evaluate_s = 0, snapshot_s = 0;
   size_t evaluations = 0;
+  size_t snapshots = 0;
   size_t open_diagnoses = 0;
 };
 
