@@ -9,6 +9,8 @@
 #include <iostream>
 #include <thread>
 
+#include "actions/fleet_actor.h"
+#include "actions/webhook.h"
 #include "cli/commands.h"
 #include "core/clock.h"
 #include "core/json.h"
@@ -17,6 +19,7 @@
 #include "fleet/fleet_topology.h"
 #include "fleet/nats/client.h"
 #include "fleet/nats/consumer_loop.h"
+#include "sources/redfish/curl_http_client.h"
 
 namespace faultline::cli {
 namespace {
@@ -39,6 +42,12 @@ struct FleetArgs {
   double for_seconds = 0;
   double evaluate_interval = 1;
   double snapshot_interval = 10;
+  // The one action per shared cause (actions/fleet_actor.h): dry run unless --act.
+  std::string webhook_url;
+  std::string webhook_secret_file;
+  std::string webhook_secret_env;
+  std::string webhook_ca;
+  bool act = false;
 };
 
 constexpr const char* kFooter = R"(
@@ -58,6 +67,14 @@ Scaling out and restarts:
   (key snap.<durable>.<instance>, instance = host name unless --instance) every
   --snapshot-interval, and messages are acked only
   once saved: after a crash the unacked ones come back and nothing is counted twice.
+
+Acting on shared causes:
+  A shared cause (PDU, feed, cooling loop, cable, switch, congestion, driver, rack) gets
+  one webhook here, to --webhook-url (HTTPS, HMAC-signed with --webhook-secret-file or
+  --webhook-secret-env, X-Faultline-Delivery = the fleet diagnosis id so a receiver drops
+  repeats), while each agent stands down for the per-node tickets it replaces
+  (docs/remediation.md "Shared causes"). Stragglers are left to their node's agent. Like
+  the agents' policy this is a dry run until --act: it prints what it would post.
 
 Examples:
   faultline fleet --nats nats://10.0.0.2:4222,nats://10.0.0.3:4222 --topology fleet.json
@@ -111,7 +128,44 @@ bool StopRequested(const sigset_t& set) {
   return sigtimedwait(&set, nullptr, &zero) > 0;
 }
 
+// The webhook the fleet's actor posts through; null without --webhook-url.
+struct FleetWebhook {
+  std::unique_ptr<redfish::CurlHttpClient> http;
+  std::unique_ptr<actions::WebhookActuator> actuator;
+};
+
+Result<FleetWebhook> MakeWebhook(const FleetArgs& a) {
+  FleetWebhook w;
+  if (a.webhook_url.empty()) return w;
+  if (Status s = actions::CheckWebhookUrl(a.webhook_url, false); !s.ok()) {
+    return Status(StatusCode::kInvalidArgument, "--webhook-url: " + s.message());
+  }
+  auto secret = actions::LoadWebhookSecret(a.webhook_secret_file, a.webhook_secret_env);
+  if (!secret.ok()) return Status(StatusCode::kInvalidArgument, "webhook secret: " + secret.status().message());
+  redfish::CurlOptions curl;
+  curl.ca_file = a.webhook_ca;
+  curl.max_body_bytes = 1u << 20;
+  w.http = std::make_unique<redfish::CurlHttpClient>(curl);
+  actions::WebhookOptions options;
+  options.url = a.webhook_url;
+  options.secret = std::move(*secret);
+  options.ca_file = a.webhook_ca;
+  w.actuator = std::make_unique<actions::WebhookActuator>(*w.http, std::move(options));
+  return w;
+}
+
+void Report(const actions::FleetActOutcome& o) {
+  std::cerr << "faultline fleet: " << (o.dry_run ? "dry run: " : "") << o.detail
+            << (o.status.ok() ? "" : " (retried with back-off)") << "\n";
+}
+
 int Run(const FleetArgs& a) {
+  auto webhook = MakeWebhook(a);
+  if (!webhook.ok()) {
+    std::cerr << "faultline fleet: " << webhook.status().ToString() << "\n";
+    return kExitUsage;
+  }
+  actions::FleetActor actor(webhook->actuator.get(), a.act);
   auto topology = LoadTopology(a.topology);
   if (!topology.ok()) {
     std::cerr << "faultline fleet: topology " << topology.status().ToString() << "\n";
@@ -167,8 +221,12 @@ int Run(const FleetArgs& a) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     } else {
       warned = false;
-      for (const auto& d : *step) Print(d, a.json);
+      for (const auto& d : *step) {
+        Print(d, a.json);
+        if (auto acted = actor.OnDiagnosis(d, clock.NowNs())) Report(*acted);
+      }
     }
+    for (const auto& retried : actor.RetryDue(clock.NowNs())) Report(retried);
     if (StopRequested(stop_signals)) break;
     if (a.once && step.ok() && loop.stats().messages == before) break;  // drained
     if (a.for_seconds > 0 && std::chrono::steady_clock::now() - start >= std::chrono::duration<double>(a.for_seconds)) {
@@ -176,7 +234,10 @@ int Run(const FleetArgs& a) {
     }
   }
   if (auto last = loop.EvaluateNow(); last.ok()) {
-    for (const auto& d : *last) Print(d, a.json);
+    for (const auto& d : *last) {
+      Print(d, a.json);
+      if (auto acted = actor.OnDiagnosis(d, clock.NowNs())) Report(*acted);
+    }
   }
   Status saved = loop.Checkpoint();
   const auto& st = loop.stats();
@@ -236,6 +297,14 @@ void AddFleetCommand(CliApp& app) {
                   "Seconds between state snapshots (messages are acked at each)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  cmd->add_option("--webhook-url", args->webhook_url,
+                  "HTTPS URL told once about each shared cause (on-call, ticketing); see \"Acting on shared causes\"");
+  cmd->add_option("--webhook-secret-file", args->webhook_secret_file,
+                  "HMAC-SHA256 key for the webhook: first line of this file (mode 600)");
+  cmd->add_option("--webhook-secret-env", args->webhook_secret_env,
+                  "Or: the environment variable holding the HMAC key");
+  cmd->add_option("--webhook-ca", args->webhook_ca, "PEM CA bundle to trust for the webhook");
+  cmd->add_flag("--act", args->act, "Post for real (default: a dry run that prints what it would post)");
   cmd->callback([&app, args] { app.exit_code = Run(*args); });
 }
 

@@ -73,35 +73,47 @@ TEST(AgentFleetConfig, BadValuesNameTheKey) {
   }
 }
 
-TEST(AgentFleet, TheAgentPublishesItsStoreWhileRunning) {
-  SKIP_WITHOUT_NATS_SERVER();
-  TempDir dir;
-  NatsServer server(dir.File("srv"), "s1");
-  ASSERT_TRUE(server.Start());
-  auto c = ConnectOrFail(OptionsFor({server.url()}));
-  ASSERT_NE(c, nullptr);
-  StreamConfig sc;
-  sc.max_bytes = 256 << 20;
-  ASSERT_TRUE(EnsureStreamRetrying(*c, sc).ok());
+// A nats-server with the stream, and an agent (no sources) publishing to it as gpu-07 in
+// site dc1, rack r12.
+class AgentFleet : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SKIP_WITHOUT_NATS_SERVER();
+    server_ = std::make_unique<NatsServer>(dir_.File("srv"), "s1");
+    ASSERT_TRUE(server_->Start());
+    c_ = ConnectOrFail(OptionsFor({server_->url()}));
+    ASSERT_NE(c_, nullptr);
+    StreamConfig sc;
+    sc.max_bytes = 256 << 20;
+    ASSERT_TRUE(EnsureStreamRetrying(*c_, sc).ok());
+    AgentConfig config;
+    config.agent.node = "gpu-07";
+    config.agent.store_path = dir_.File("agent.db");
+    config.kmsg.enabled = false;
+    config.nvml.enabled = false;
+    config.sysfs.enabled = false;
+    config.assistant.incident_notes = false;
+    config.fleet.enabled = true;
+    config.fleet.urls = server_->url();
+    config.fleet.site = "dc1";
+    config.fleet.rack = "r12";
+    config.fleet.interval_ns = 50'000'000;
+    auto agent = Agent::CreateWithSources(config, {}, clock_, logger_);
+    ASSERT_TRUE(agent.ok()) << agent.status().ToString();
+    agent_ = std::move(agent).value();
+  }
 
-  AgentConfig config;
-  config.agent.node = "gpu-07";
-  config.agent.store_path = dir.File("agent.db");
-  config.kmsg.enabled = false;
-  config.nvml.enabled = false;
-  config.sysfs.enabled = false;
-  config.assistant.incident_notes = false;
-  config.fleet.enabled = true;
-  config.fleet.urls = server.url();
-  config.fleet.site = "dc1";
-  config.fleet.rack = "r12";
-  config.fleet.interval_ns = 50'000'000;
-  FakeClock clock(kT0, kSec);
-  std::ostringstream log;
-  Logger logger(log, LogLevel::kDebug, clock);
-  auto agent = Agent::CreateWithSources(config, {}, clock, logger);
-  ASSERT_TRUE(agent.ok()) << agent.status().ToString();
-  ASSERT_NE((*agent)->fleet_publisher(), nullptr);
+  TempDir dir_;
+  std::unique_ptr<NatsServer> server_;
+  std::unique_ptr<fleet::nats::Connection> c_;
+  FakeClock clock_{kT0, kSec};
+  std::ostringstream log_;
+  Logger logger_{log_, LogLevel::kDebug, clock_};
+  std::unique_ptr<Agent> agent_;
+};
+
+TEST_F(AgentFleet, TheAgentPublishesItsStoreWhileRunning) {
+  ASSERT_NE(agent_->fleet_publisher(), nullptr);
   Observation o;
   o.time_ns = kT0;
   o.node = "gpu-07";
@@ -110,16 +122,16 @@ TEST(AgentFleet, TheAgentPublishesItsStoreWhileRunning) {
   o.kind = ObsKind::kTemperature;
   o.value = 71;
   o.source = Source::kNvml;
-  ASSERT_TRUE((*agent)->store().Append({o}).ok());
-  (*agent)->Start();
-  ASSERT_TRUE(WaitUntil([&] { return (*agent)->fleet_publisher()->stats().observations >= 1; }));
-  ASSERT_TRUE((*agent)->Stop().ok());
-  EXPECT_NE(log.str().find("fleet: connected to"), std::string::npos) << log.str();
+  ASSERT_TRUE(agent_->store().Append({o}).ok());
+  agent_->Start();
+  ASSERT_TRUE(WaitUntil([&] { return agent_->fleet_publisher()->stats().observations >= 1; }));
+  ASSERT_TRUE(agent_->Stop().ok());
+  EXPECT_NE(log_.str().find("fleet: connected to"), std::string::npos) << log_.str();
 
   ConsumerConfig cc;
   cc.durable = "check";
   cc.filter_subject = "faultline.dc1.r12.gpu-07.obs";
-  auto consumer = c->BindPullConsumer(cc);
+  auto consumer = c_->BindPullConsumer(cc);
   ASSERT_TRUE(consumer.ok());
   auto msgs = (*consumer)->Fetch(10, 2 * kSec);
   ASSERT_TRUE(msgs.ok());
@@ -132,41 +144,14 @@ TEST(AgentFleet, TheAgentPublishesItsStoreWhileRunning) {
 
 // The fleet analyzer's verdict comes back to the agent while it runs: the publisher's thread
 // reads the site's fleet diagnoses and stores the link for the policy (fleet_links.h).
-TEST(AgentFleet, TheFleetsVerdictOnThisNodeReachesItsStore) {
-  SKIP_WITHOUT_NATS_SERVER();
-  TempDir dir;
-  NatsServer server(dir.File("srv"), "s1");
-  ASSERT_TRUE(server.Start());
-  auto c = ConnectOrFail(OptionsFor({server.url()}));
-  ASSERT_NE(c, nullptr);
-  StreamConfig sc;
-  sc.max_bytes = 256 << 20;
-  ASSERT_TRUE(EnsureStreamRetrying(*c, sc).ok());
-
-  AgentConfig config;
-  config.agent.node = "gpu-07";
-  config.agent.store_path = dir.File("agent.db");
-  config.kmsg.enabled = false;
-  config.nvml.enabled = false;
-  config.sysfs.enabled = false;
-  config.assistant.incident_notes = false;
-  config.fleet.enabled = true;
-  config.fleet.urls = server.url();
-  config.fleet.site = "dc1";
-  config.fleet.rack = "r12";
-  config.fleet.interval_ns = 50'000'000;
-  FakeClock clock(kT0, kSec);
-  std::ostringstream log;
-  Logger logger(log, LogLevel::kDebug, clock);
-  auto agent = Agent::CreateWithSources(config, {}, clock, logger);
-  ASSERT_TRUE(agent.ok()) << agent.status().ToString();
+TEST_F(AgentFleet, TheFleetsVerdictOnThisNodeReachesItsStore) {
   Diagnosis d;
   d.fault_class = FaultClass::kPowerInsufficient;
   d.component = ComponentRef{ComponentType::kPsu, "0", {}};
   d.action = Action::kFacilityTicket;
   d.first_ns = kT0;
   d.last_ns = kT0 + kSec;
-  auto row = (*agent)->store().PutDiagnosis("gpu-07", d, d.last_ns);
+  auto row = agent_->store().PutDiagnosis("gpu-07", d, d.last_ns);
   ASSERT_TRUE(row.ok());
 
   fleet::Envelope e;
@@ -179,15 +164,15 @@ TEST(AgentFleet, TheFleetsVerdictOnThisNodeReachesItsStore) {
   e.fleet->cause = "pdu";
   e.fleet->component = "pdu/r12-a";
   e.fleet->linked = {"gpu-06#4", "gpu-07#" + std::to_string(*row)};
-  ASSERT_TRUE(c->Publish(fleet::Subject(e.place, e.kind), fleet::Encode(e), e.msg_id).ok());
+  ASSERT_TRUE(c_->Publish(fleet::Subject(e.place, e.kind), fleet::Encode(e), e.msg_id).ok());
 
-  (*agent)->Start();
+  agent_->Start();
   ASSERT_TRUE(WaitUntil([&] {
-    auto links = (*agent)->store().ListCursors("gpu-07", "fleet_link");
+    auto links = agent_->store().ListCursors("gpu-07", "fleet_link");
     return links.ok() && !links->empty();
   }));
-  ASSERT_TRUE((*agent)->Stop().ok());
-  EXPECT_NE(log.str().find("linked to pdu pdu/r12-a"), std::string::npos) << log.str();
+  ASSERT_TRUE(agent_->Stop().ok());
+  EXPECT_NE(log_.str().find("linked to pdu pdu/r12-a"), std::string::npos) << log_.str();
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // `faultline fleet` as an operator runs it, against a real nats-server on loopback.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -101,8 +102,12 @@ TEST_F(FleetCliTest, OnceFindsTheSharedPduThenARerunRestoresAndRepeatsNothing) {
   }
   ASSERT_TRUE(c->Publish("faultline.lab.r1.n1.obs", "garbage", "garbage").ok());
 
-  Ran second = RunFleet(dir_, Base() + " --once --json");
+  // With a webhook but no --act: the one shared cause is a dry run that names it (and
+  // nothing is contacted).
+  Ran second = RunFleet(dir_, Base() + " --once --json --webhook-url https://127.0.0.1:9/fleet-hook");
   ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_NE(second.err.find("dry run: would post webhook for pdu pdu/pdu-a (3 node(s)"), std::string::npos)
+      << second.err;
   std::istringstream lines(second.out);
   std::string line;
   int diagnoses = 0;
@@ -129,6 +134,15 @@ TEST_F(FleetCliTest, BadArgumentsAndAnAbsentServerHaveTheirExitCodes) {
   EXPECT_NE(bad.err.find("rak"), std::string::npos) << bad.err;
   Ran missing = RunFleet(dir_, "--nats " + server_->url() + " --topology " + dir_.File("absent.json") + " --once");
   EXPECT_EQ(missing.exit_code, 2);
+  Ran plain = RunFleet(dir_, Base() + " --once --webhook-url http://127.0.0.1:9/hook");
+  EXPECT_EQ(plain.exit_code, 2);
+  EXPECT_NE(plain.err.find("--webhook-url"), std::string::npos) << plain.err;
+  std::ofstream(dir_.File("open.key")) << "s3cret-hmac\n";
+  ::chmod(dir_.File("open.key").c_str(), 0644);
+  Ran open_key = RunFleet(
+      dir_, Base() + " --once --webhook-url https://127.0.0.1:9/hook --webhook-secret-file " + dir_.File("open.key"));
+  EXPECT_EQ(open_key.exit_code, 2);
+  EXPECT_EQ(open_key.err.find("s3cret-hmac"), std::string::npos) << "the secret is never printed";
   const int port = testing::FreeLoopbackPort();
   Ran down = RunFleet(
       dir_, "--nats nats://127.0.0.1:" + std::to_string(port) + " --topology " + dir_.File("fleet.json") + " --once");

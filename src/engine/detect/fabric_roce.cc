@@ -42,8 +42,10 @@ void MergeMissingKeys(ComponentRef& into, const ComponentRef& from) {
 
 }  // namespace
 
-RoceFabricDetector::RoceFabricDetector(const RoceOptions& options, const Topology* topology)
-    : opt_(options), topology_(topology) {}
+// The topology is not consulted here: the ethernet source already put the cable and switch
+// port into each component's keys (as the sysfs source does for InfiniBand). The parameter
+// keeps the fabric detectors' constructors alike.
+RoceFabricDetector::RoceFabricDetector(const RoceOptions& options, const Topology* /*topology*/) : opt_(options) {}
 
 std::string RoceFabricDetector::EndOf(const Observation& obs, ComponentRef& ref) const {
   const ComponentRef& c = obs.component;

@@ -88,7 +88,6 @@ class RoceFabricDetector final : public Detector {
   std::vector<Finding> CongestionFindings(const std::map<std::string, fabric::EndIssue>& link_issues) const;
 
   RoceOptions opt_;
-  const Topology* topology_;
   fabric::CounterTracker counters_;
   std::map<std::string, EndState> ends_;
   std::map<std::string, fabric::EndIssue> issues_;     // link faults
