@@ -39,6 +39,7 @@ const std::map<std::string, double>& Top3Floors() {
       {"coolant_leak", 0.83},          // measured 6/6
       {"cooling_degraded", 0.83},      // measured 6/6
       {"driver_fault", 0.83},          // measured 6/6
+      {"fabric_congestion", 0.83},     // measured 6/6
       {"gpu_fell_off_bus", 0.83},      // measured 6/6
       {"gpu_power_brake", 0.66},       // measured 5/6
       {"gpu_sram", 0.83},              // measured 6/6
