@@ -91,14 +91,17 @@ TEST_F(NvmlEventsTest, WithoutEventsTheWatchIsUnavailableNotBroken) {
     ASSERT_FALSE(watch.ok());
     EXPECT_NE(watch.status().message().find("NOT_SUPPORTED"), std::string::npos) << watch.status().message();
   }
-  {
-    env_.Write(Node(2));
-    auto c = Open(FAKE_NVML_LEGACY_LIB);
-    ASSERT_TRUE(c);
-    auto watch = NvmlEventWatch::Create(c->api());
-    ASSERT_FALSE(watch.ok());
-    EXPECT_NE(watch.status().message().find("no event API"), std::string::npos);
-  }
+}
+
+// On its own: a process that loads both fake libraries (this one and the legacy build)
+// loses track of the second's allocations once it is unloaded, which LeakSanitizer reports.
+TEST_F(NvmlEventsTest, AnOldDriverWithoutTheEventApiIsUnavailable) {
+  env_.Write(Node(2));
+  auto c = Open(FAKE_NVML_LEGACY_LIB);
+  ASSERT_TRUE(c);
+  auto watch = NvmlEventWatch::Create(c->api());
+  ASSERT_FALSE(watch.ok());
+  EXPECT_NE(watch.status().message().find("no event API"), std::string::npos);
 }
 
 TEST_F(NvmlEventsTest, AGpuWithoutEventsIsSkippedTheOthersWatched) {
