@@ -15,6 +15,7 @@
 #include "assistant/llm_client.h"
 #include "assistant/retriever.h"
 #include "assistant/tools.h"
+#include "cli/collect_util.h"
 #include "cli/commands.h"
 #include "cli/kb_open.h"
 #include "core/clock.h"
@@ -44,12 +45,6 @@ struct AskArgs {
   bool json = false;
   bool no_record = false;
 };
-
-std::string HostName() {
-  char buf[256] = {};
-  if (::gethostname(buf, sizeof(buf) - 1) != 0) return "";
-  return buf;
-}
 
 bool ParseBound(const std::string& text, int64_t now_ns, int64_t& out) {
   if (text.empty()) return true;
@@ -96,7 +91,7 @@ int Run(const AskArgs& args) {
   // last (a store copied from another node, or what `sim --keep` left), as `serve` does.
   std::string node = args.node;
   if (node.empty()) {
-    node = HostName();
+    node = HostNameOr("");
     auto latest = s.LatestDiagnosis(node);
     if (!latest.ok() || !latest->has_value()) {
       if (auto newest = api::NewestNode(s); newest.ok()) node = *newest;

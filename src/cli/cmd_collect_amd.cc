@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "cli/collect_util.h"
 #include "cli/commands.h"
 #include "cli/render.h"
 #include "core/json.h"
@@ -35,34 +36,17 @@ struct CollectAmdArgs {
   int count = 1;
 };
 
-std::string HostName() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof(buf) - 1) != 0) return "localhost";
-  return buf;
-}
-
-std::string Attr(const std::map<std::string, std::string>& m, const char* key) {
-  auto it = m.find(key);
-  return it == m.end() ? "" : it->second;
-}
-
-std::string Num(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
-
 void RenderTable(std::ostream& out, const std::vector<Observation>& obs) {
   std::map<int, std::map<std::string, std::string>> rows;
   for (const Observation& o : obs) {
     if (o.component.type != ComponentType::kGpu) continue;
     auto& r = rows[std::atoi(o.component.name.c_str())];
-    r["bdf"] = Attr(o.component.keys, "bdf");
-    const std::string loc = Attr(o.attrs, "location");
-    const std::string v = o.value ? Num(*o.value) : "";
+    r["bdf"] = MapValue(o.component.keys, "bdf");
+    const std::string loc = MapValue(o.attrs, "location");
+    const std::string v = o.value ? FormatNumber(*o.value) : "";
     switch (o.kind) {
       case ObsKind::kTemperature:
-        r[Attr(o.attrs, "sensor")] = v;
+        r[MapValue(o.attrs, "sensor")] = v;
         break;
       case ObsKind::kPower:
         r["power"] = v;
@@ -75,10 +59,10 @@ void RenderTable(std::ostream& out, const std::vector<Observation>& obs) {
         if (loc == "sram") r["chip_ue"] = v;
         break;
       case ObsKind::kRetiredPages:
-        r["pages"] = v + (Attr(o.attrs, "limit").empty() ? "" : "/" + Attr(o.attrs, "limit"));
+        r["pages"] = v + (MapValue(o.attrs, "limit").empty() ? "" : "/" + MapValue(o.attrs, "limit"));
         break;
       case ObsKind::kClockThrottle:
-        r["throttle"] = Attr(o.attrs, "amd_reasons").empty() ? "none" : Attr(o.attrs, "amd_reasons");
+        r["throttle"] = MapValue(o.attrs, "amd_reasons").empty() ? "none" : MapValue(o.attrs, "amd_reasons");
         break;
       case ObsKind::kNvlinkCrcData:
         r["xgmi_ce"] = v;
@@ -125,7 +109,7 @@ int Run(const CollectAmdArgs& args) {
     std::cerr << "faultline collect amd: --count must be >= 1 and --interval > 0\n";
     return kExitUsage;
   }
-  const std::string node = args.node.empty() ? HostName() : args.node;
+  const std::string node = args.node.empty() ? HostNameOr("localhost") : args.node;
   amdsmi::AmdOptions o;
   o.library_path = args.library;
   o.use_library = !args.no_library;

@@ -19,6 +19,7 @@
 #include <string>
 #include <thread>
 
+#include "cli/collect_util.h"
 #include "cli/commands.h"
 #include "cli/render.h"
 #include "core/clock.h"
@@ -43,32 +44,6 @@ struct CollectEthernetArgs {
   bool no_ethtool = false;
 };
 
-std::string HostName() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof(buf) - 1) != 0) return "localhost";
-  return buf;
-}
-
-Result<Topology> LoadTopologyFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status(StatusCode::kNotFound, "cannot open topology file " + path);
-  std::string text(kMaxTopologyBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
-  return ParseTopology(text);
-}
-
-std::string Attr(const std::map<std::string, std::string>& m, const char* key) {
-  auto it = m.find(key);
-  return it == m.end() ? "" : it->second;
-}
-
-std::string Num(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
-
 // One row per interface / RoCE port: the readings an operator looks at first.
 void RenderTable(std::ostream& out, const std::vector<Observation>& obs) {
   std::map<std::string, std::map<std::string, std::string>> rows;
@@ -76,20 +51,23 @@ void RenderTable(std::ostream& out, const std::vector<Observation>& obs) {
     if (!o.value) continue;
     auto& r = rows[o.component.Id()];
     for (const char* k : {"netdev", "rdma_device", "switch", "switch_port", "cable"}) {
-      if (const std::string v = Attr(o.component.keys, k); !v.empty()) r[k] = v;
+      if (const std::string v = MapValue(o.component.keys, k); !v.empty()) r[k] = v;
     }
-    const std::string canonical = Attr(o.attrs, "canonical");
-    if (o.kind == ObsKind::kEthLinkState) r["state"] = Attr(o.attrs, "operstate");
+    const std::string canonical = MapValue(o.attrs, "canonical");
+    if (o.kind == ObsKind::kEthLinkState) r["state"] = MapValue(o.attrs, "operstate");
     if (o.kind == ObsKind::kEthSpeed) {
-      r["speed"] = Num(*o.value) + (Attr(o.attrs, "expected").empty() ? "" : "/" + Attr(o.attrs, "expected"));
+      r["speed"] =
+          FormatNumber(*o.value) + (MapValue(o.attrs, "expected").empty() ? "" : "/" + MapValue(o.attrs, "expected"));
     }
-    if (canonical == "carrier_changes") r["flaps"] = Num(*o.value);
-    if (canonical == "rx_crc_errors_phy" || (canonical == "rx_crc_errors" && !r.count("crc"))) r["crc"] = Num(*o.value);
-    if (canonical == "rx_prio_pause") r["pause"] = Num(std::stod(r.count("pause") ? r["pause"] : "0") + *o.value);
-    if (canonical == "np_cnp_sent") r["cnp"] = Num(*o.value);
-    if (canonical == "np_ecn_marked_roce_packets") r["ecn"] = Num(*o.value);
-    if (canonical == "out_of_sequence") r["oos"] = Num(*o.value);
-    if (canonical == "local_ack_timeout_err") r["ack_to"] = Num(*o.value);
+    if (canonical == "carrier_changes") r["flaps"] = FormatNumber(*o.value);
+    if (canonical == "rx_crc_errors_phy" || (canonical == "rx_crc_errors" && !r.count("crc")))
+      r["crc"] = FormatNumber(*o.value);
+    if (canonical == "rx_prio_pause")
+      r["pause"] = FormatNumber(std::stod(r.count("pause") ? r["pause"] : "0") + *o.value);
+    if (canonical == "np_cnp_sent") r["cnp"] = FormatNumber(*o.value);
+    if (canonical == "np_ecn_marked_roce_packets") r["ecn"] = FormatNumber(*o.value);
+    if (canonical == "out_of_sequence") r["oos"] = FormatNumber(*o.value);
+    if (canonical == "local_ack_timeout_err") r["ack_to"] = FormatNumber(*o.value);
   }
   if (rows.empty()) {
     out << "no RoCE port or physical Ethernet interface found\n";
@@ -132,7 +110,7 @@ int Run(const CollectEthernetArgs& args) {
     }
     topology = std::make_unique<Topology>(std::move(*t));
   }
-  const std::string node = args.node.empty() ? HostName() : args.node;
+  const std::string node = args.node.empty() ? HostNameOr("localhost") : args.node;
   RootFs fs(args.root);
   IoctlEthtoolStats ioctl_stats;
   FileEthtoolStats file_stats(fs);
@@ -176,7 +154,7 @@ int Run(const CollectEthernetArgs& args) {
               << collector.roce_ports().size() << " RoCE port(s), " << collector.interfaces().size()
               << " interface(s), " << s.observations.size() << " observations, " << s.errors.size()
               << " error(s); hw_counters: " << s.rdma_ports_read << " port(s) read, "
-              << Num(static_cast<double>(collector.cost().total_ns) / 1e6) << " ms in all so far\n";
+              << FormatNumber(static_cast<double>(collector.cost().total_ns) / 1e6) << " ms in all so far\n";
     RenderTable(std::cout, s.observations);
     for (const Status& e : s.errors) std::cout << "error: " << e.ToString() << "\n";
     if (!findings.empty()) RenderFindings(std::cout, findings);

@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 
+#include "cli/collect_util.h"
 #include "cli/commands.h"
 #include "core/json.h"
 #include "core/time.h"
@@ -47,12 +48,6 @@ class NvmlFindingsHook {
  private:
   std::vector<std::unique_ptr<Detector>> detectors_ = MakeGpuDetectors();
 };
-
-std::string HostName() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof(buf) - 1) != 0) return "localhost";
-  return buf;
-}
 
 Json SampleJson(const nvml::NvmlSample& s, const std::string& node, const std::vector<Finding>& findings) {
   Json errors = Json::array();
@@ -186,7 +181,7 @@ int Run(const CollectNvmlArgs& args) {
   }
   nvml::NvmlOptions options;
   options.library_path = args.lib;
-  options.node = args.node.empty() ? HostName() : args.node;
+  options.node = args.node.empty() ? HostNameOr("localhost") : args.node;
   auto collector = nvml::NvmlCollector::Open(options);
   if (!collector.ok()) {
     std::cerr << "faultline collect nvml: " << collector.status().message() << "\n";

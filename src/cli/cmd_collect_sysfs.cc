@@ -16,6 +16,7 @@
 #include <string>
 #include <thread>
 
+#include "cli/collect_util.h"
 #include "cli/commands.h"
 #include "cli/render.h"
 #include "core/clock.h"
@@ -37,32 +38,6 @@ struct CollectSysfsArgs {
   int count = 1;
 };
 
-std::string HostName() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof(buf) - 1) != 0) return "localhost";
-  return buf;
-}
-
-Result<Topology> LoadTopology(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status(StatusCode::kNotFound, "cannot open topology file " + path);
-  std::string text(kMaxTopologyBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
-  return ParseTopology(text);
-}
-
-std::string Attr(const std::map<std::string, std::string>& m, const char* key) {
-  auto it = m.find(key);
-  return it == m.end() ? "" : it->second;
-}
-
-std::string Num(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
-
 // One table row per component, folded from its observations.
 struct Row {
   std::map<std::string, std::string> cells;
@@ -73,15 +48,16 @@ void RenderPcie(std::ostream& out, const std::vector<Observation>& obs) {
   for (const Observation& o : obs) {
     if (o.component.type != ComponentType::kPcie || !o.value) continue;
     Row& r = rows[o.component.name];
-    r.cells["role"] = Attr(o.component.keys, "device");
-    r.cells["slot"] = Attr(o.component.keys, "slot");
-    r.cells["riser"] = Attr(o.component.keys, "riser");
-    if (o.kind == ObsKind::kPcieLinkSpeed) r.cells["speed"] = Num(*o.value) + "/" + Attr(o.attrs, "max");
-    if (o.kind == ObsKind::kPcieLinkWidth) r.cells["width"] = "x" + Num(*o.value) + "/x" + Attr(o.attrs, "max");
-    const std::string err = Attr(o.attrs, "error");
-    if (err == "TOTAL_ERR_COR") r.cells["cor"] = Num(*o.value);
-    if (err == "TOTAL_ERR_NONFATAL") r.cells["nonfatal"] = Num(*o.value);
-    if (err == "TOTAL_ERR_FATAL") r.cells["fatal"] = Num(*o.value);
+    r.cells["role"] = MapValue(o.component.keys, "device");
+    r.cells["slot"] = MapValue(o.component.keys, "slot");
+    r.cells["riser"] = MapValue(o.component.keys, "riser");
+    if (o.kind == ObsKind::kPcieLinkSpeed) r.cells["speed"] = FormatNumber(*o.value) + "/" + MapValue(o.attrs, "max");
+    if (o.kind == ObsKind::kPcieLinkWidth)
+      r.cells["width"] = "x" + FormatNumber(*o.value) + "/x" + MapValue(o.attrs, "max");
+    const std::string err = MapValue(o.attrs, "error");
+    if (err == "TOTAL_ERR_COR") r.cells["cor"] = FormatNumber(*o.value);
+    if (err == "TOTAL_ERR_NONFATAL") r.cells["nonfatal"] = FormatNumber(*o.value);
+    if (err == "TOTAL_ERR_FATAL") r.cells["fatal"] = FormatNumber(*o.value);
   }
   char line[256];
   std::snprintf(line, sizeof(line), "%-14s %-10s %-5s %-10s %-11s %-8s %-8s %-8s %s\n", "pcie", "device", "slot",
@@ -102,15 +78,16 @@ void RenderIb(std::ostream& out, const std::vector<Observation>& obs) {
   for (const Observation& o : obs) {
     if (o.component.type != ComponentType::kIb || !o.value) continue;
     Row& r = rows[o.component.name];
-    r.cells["cable"] = Attr(o.component.keys, "cable");
-    if (!Attr(o.component.keys, "switch").empty()) {
-      r.cells["switch"] = Attr(o.component.keys, "switch") + ":" + Attr(o.component.keys, "switch_port");
+    r.cells["cable"] = MapValue(o.component.keys, "cable");
+    if (!MapValue(o.component.keys, "switch").empty()) {
+      r.cells["switch"] = MapValue(o.component.keys, "switch") + ":" + MapValue(o.component.keys, "switch_port");
     }
-    if (o.kind == ObsKind::kIbPortState) r.cells["state"] = Attr(o.attrs, "state") + "/" + Attr(o.attrs, "phys_state");
-    if (o.kind == ObsKind::kIbRate) r.cells["rate"] = Num(*o.value);
-    if (o.kind == ObsKind::kIbSymbolError) r.cells["symbol"] = Num(*o.value);
-    if (o.kind == ObsKind::kIbLinkDowned) r.cells["downed"] = Num(*o.value);
-    if (o.kind == ObsKind::kIbLinkErrorRecovery) r.cells["recovery"] = Num(*o.value);
+    if (o.kind == ObsKind::kIbPortState)
+      r.cells["state"] = MapValue(o.attrs, "state") + "/" + MapValue(o.attrs, "phys_state");
+    if (o.kind == ObsKind::kIbRate) r.cells["rate"] = FormatNumber(*o.value);
+    if (o.kind == ObsKind::kIbSymbolError) r.cells["symbol"] = FormatNumber(*o.value);
+    if (o.kind == ObsKind::kIbLinkDowned) r.cells["downed"] = FormatNumber(*o.value);
+    if (o.kind == ObsKind::kIbLinkErrorRecovery) r.cells["recovery"] = FormatNumber(*o.value);
   }
   if (rows.empty()) return;
   char line[256];
@@ -141,14 +118,14 @@ int Run(const CollectSysfsArgs& args, const char* name) {
   }
   std::unique_ptr<Topology> topology;
   if (!args.topology.empty()) {
-    auto t = LoadTopology(args.topology);
+    auto t = LoadTopologyFile(args.topology);
     if (!t.ok()) {
       std::cerr << "faultline collect " << name << ": " << t.status().message() << "\n";
       return kExitUsage;
     }
     topology = std::make_unique<Topology>(std::move(*t));
   }
-  const std::string node = args.node.empty() ? HostName() : args.node;
+  const std::string node = args.node.empty() ? HostNameOr("localhost") : args.node;
   RootFs fs(args.root);
   SystemClock clock;
   SysfsCollector collector(fs, clock, SysfsOptions{node}, topology.get());

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/collect_util.h"
 #include "cli/commands.h"
 #include "cli/render.h"
 #include "core/clock.h"
@@ -395,15 +396,6 @@ std::string ReportNode(const DiagnoseArgs& args, const Inputs& in) {
   return "";
 }
 
-Result<Topology> LoadTopology(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return Status(StatusCode::kNotFound, "cannot open topology file " + path);
-  std::string text(kMaxTopologyBytes + 1, '\0');
-  file.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(file.gcount()));
-  return ParseTopology(text);
-}
-
 // Turns the options into the read context and the analysis options; 2 on a bad option.
 int Prepare(const DiagnoseArgs& args, int64_t now_ns, ReadContext& ctx, OfflineOptions& offline,
             std::unique_ptr<Topology>& topology) {
@@ -436,7 +428,7 @@ int Prepare(const DiagnoseArgs& args, int64_t now_ns, ReadContext& ctx, OfflineO
     offline.inventory = std::move(*inv);
   }
   if (!args.topology.empty()) {
-    auto t = LoadTopology(args.topology);
+    auto t = LoadTopologyFile(args.topology);
     if (!t.ok()) {
       std::cerr << "faultline diagnose: " << t.status().message() << "\n";
       return kExitUsage;
