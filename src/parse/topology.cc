@@ -185,6 +185,12 @@ std::vector<std::pair<int, int>> Topology::GpuLinksOnSwitchPort(std::string_view
   return out;
 }
 
+void AddPlacementKeys(const TopoIbPort& port, std::map<std::string, std::string>& keys) {
+  if (!port.switch_name.empty()) keys["switch"] = port.switch_name;
+  if (!port.switch_port.empty()) keys["switch_port"] = port.switch_port;
+  if (!port.cable.empty()) keys["cable"] = port.cable;
+}
+
 const TopoIbPort* Topology::FindIbPort(std::string_view device, int port) const {
   for (const TopoIbPort& p : ib_ports) {
     if (p.device == device && p.port == port) return &p;

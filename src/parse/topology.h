@@ -8,6 +8,7 @@
 // after parsing).
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -48,6 +49,10 @@ struct TopoIbPort {
   std::string cable;              // cable id printed on the label
   double expected_rate_gbps = 0;  // 0 = use Topology::expected_ib_rate_gbps
 };
+
+// Names where a port's cable goes as component keys ("switch", "switch_port", "cable"; empty
+// fields are left out): the keys the fabric detectors and the fleet read the placement from.
+void AddPlacementKeys(const TopoIbPort& port, std::map<std::string, std::string>& keys);
 
 // A PCIe slot (by sysfs slot name and/or BDF) and the riser that carries it.
 struct TopoPcieSlot {

@@ -179,9 +179,7 @@ ComponentRef EthernetCollector::RoceRef(const RocePortInfo& p) const {
   if (!p.model.empty()) ref.keys["model"] = p.model;
   if (!p.netdev.empty()) ref.keys["netdev"] = p.netdev;
   if (const TopoIbPort* t = TopoFor(p.device, p.port, p.netdev)) {
-    if (!t->switch_name.empty()) ref.keys["switch"] = t->switch_name;
-    if (!t->switch_port.empty()) ref.keys["switch_port"] = t->switch_port;
-    if (!t->cable.empty()) ref.keys["cable"] = t->cable;
+    AddPlacementKeys(*t, ref.keys);
   }
   return ref;
 }
@@ -196,9 +194,7 @@ ComponentRef EthernetCollector::EthRef(const EthInterfaceInfo& i) const {
     ref.keys["rdma_port"] = std::to_string(i.rdma_port);
   }
   if (const TopoIbPort* t = TopoFor(i.rdma_device, i.rdma_port, i.name)) {
-    if (!t->switch_name.empty()) ref.keys["switch"] = t->switch_name;
-    if (!t->switch_port.empty()) ref.keys["switch_port"] = t->switch_port;
-    if (!t->cable.empty()) ref.keys["cable"] = t->cable;
+    AddPlacementKeys(*t, ref.keys);
   }
   return ref;
 }

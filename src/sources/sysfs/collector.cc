@@ -113,9 +113,7 @@ ComponentRef SysfsCollector::IbRef(const IbPortInfo& p) const {
   if (!p.board_id.empty()) ref.keys["board_id"] = p.board_id;
   if (!p.fw_ver.empty()) ref.keys["fw_ver"] = p.fw_ver;
   if (const TopoIbPort* t = topology_ != nullptr ? topology_->FindIbPort(p.device, p.port) : nullptr) {
-    if (!t->switch_name.empty()) ref.keys["switch"] = t->switch_name;
-    if (!t->switch_port.empty()) ref.keys["switch_port"] = t->switch_port;
-    if (!t->cable.empty()) ref.keys["cable"] = t->cable;
+    AddPlacementKeys(*t, ref.keys);
   }
   return ref;
 }
