@@ -31,7 +31,6 @@ class NvmlSource final : public AgentSource {
  public:
   NvmlSource(const NvmlSection& options, const std::string& node, const Clock& clock)
       : options_(options), node_(node), clock_(clock) {}
-  ~NvmlSource() override { watch_published_ = nullptr; }
 
   std::string name() const override { return "nvml"; }
   Layer layer() const override { return Layer::kGpu; }
