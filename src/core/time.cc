@@ -2,6 +2,7 @@
 
 #include <array>
 #include <charconv>
+#include <cstdint>
 #include <cstdio>
 
 namespace faultline {
@@ -154,12 +155,15 @@ std::optional<int64_t> ParseDuration(std::string_view s) {
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
   if (ec != std::errc() || n < 0) return std::nullopt;
   std::string_view unit(p, static_cast<size_t>(s.data() + s.size() - p));
-  if (unit == "ms") return n * kNsPerMs;
-  if (unit == "s" || unit.empty()) return n * kNsPerSec;
-  if (unit == "m") return n * 60 * kNsPerSec;
-  if (unit == "h") return n * 3600 * kNsPerSec;
-  if (unit == "d") return n * 86400 * kNsPerSec;
-  return std::nullopt;
+  int64_t scale = 0;
+  if (unit == "ms") scale = kNsPerMs;
+  if (unit == "s" || unit.empty()) scale = kNsPerSec;
+  if (unit == "m") scale = 60 * kNsPerSec;
+  if (unit == "h") scale = 3600 * kNsPerSec;
+  if (unit == "d") scale = 86400 * kNsPerSec;
+  // A duration past ~292 years does not fit in nanoseconds: refuse it rather than wrap.
+  if (scale == 0 || n > INT64_MAX / scale) return std::nullopt;
+  return n * scale;
 }
 
 std::optional<int64_t> ParseTimeArg(std::string_view s, int64_t now_ns) {

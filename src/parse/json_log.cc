@@ -52,13 +52,17 @@ bool MessageText(const Json& value, std::string& text) {
 int64_t MicrosField(const Json& record, const char* key) {
   auto it = record.find(key);
   if (it == record.end()) return 0;
-  if (it->is_number_unsigned()) return static_cast<int64_t>(it->get<uint64_t>()) * 1000;
-  if (!it->is_string()) return 0;
-  const std::string& s = it->get_ref<const std::string&>();
+  // Past 9e15 us (year 2255) the ns conversion would overflow: such a stamp is no time.
+  constexpr uint64_t kMaxUs = 9'000'000'000'000'000ULL;
   uint64_t us = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), us);
-  if (ec != std::errc() || end != s.data() + s.size() || us > 9'000'000'000'000'000ULL) return 0;
-  return static_cast<int64_t>(us) * 1000;
+  if (it->is_number_unsigned()) {
+    us = it->get<uint64_t>();
+  } else if (it->is_string()) {
+    const std::string& s = it->get_ref<const std::string&>();
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), us);
+    if (ec != std::errc() || end != s.data() + s.size()) return 0;
+  }
+  return us > kMaxUs ? 0 : static_cast<int64_t>(us) * 1000;
 }
 
 // Appends `prefix` + the message's first line, then each later line indented.

@@ -26,6 +26,10 @@ bool ParseSecondsDotFraction(std::string_view inner, int64_t& us) {
   if (r1.ec != std::errc() || r1.ptr != inner.data() + dot || fs.empty() || fs.size() > 9) return false;
   auto r2 = std::from_chars(fs.data(), fs.data() + fs.size(), frac);
   if (r2.ec != std::errc() || r2.ptr != fs.data() + fs.size() || secs < 0 || frac < 0) return false;
+  // Callers turn these microseconds into nanoseconds and add an uptime to a boot time: past
+  // 4e9 s (year 2096 as a Unix time, 126 years as an uptime) it is no time, and the sum could
+  // overflow there.
+  if (secs > 4'000'000'000) return false;
   for (size_t i = fs.size(); i < 6; ++i) frac *= 10;
   for (size_t i = 6; i < fs.size(); ++i) frac /= 10;
   us = secs * 1'000'000 + frac;

@@ -52,6 +52,11 @@ TEST(TimeTest, DurationsAndTimeArgs) {
   EXPECT_EQ(ParseDuration("500ms"), 500 * kNsPerMs);
   EXPECT_FALSE(ParseDuration("2 weeks"));
   EXPECT_FALSE(ParseDuration("-5s"));
+  // Past what nanoseconds hold: refused, never wrapped into a negative or small window.
+  EXPECT_FALSE(ParseDuration("11111111130m"));
+  EXPECT_FALSE(ParseDuration("9223372037s"));
+  EXPECT_EQ(ParseDuration("9223372036s"), 9223372036 * kNsPerSec);
+  EXPECT_FALSE(ParseDuration("106752d"));
   EXPECT_EQ(ParseTimeArg("1h", k2025_01_21), k2025_01_21 - 3600 * kNsPerSec);
   EXPECT_EQ(ParseTimeArg("2025-01-21T00:00:00Z", 0), k2025_01_21);
 }

@@ -139,6 +139,22 @@ TEST(JsonLogTest, DamagedRecordsCostOnlyThemselves) {
   EXPECT_EQ(Read(lines).size(), 1u);  // the same XID twice folds into one
 }
 
+// A stamp past what nanoseconds hold, as a string or a bare number, leaves the line undated
+// rather than wrapping into a negative or bogus time.
+TEST(JsonLogTest, AnOutOfRangeStampLeavesTheLineUndated) {
+  for (const std::string stamp : {"18446744073709551615", "\"18446744073709551615\"", "9000000000000001"}) {
+    const std::string text = R"({"__REALTIME_TIMESTAMP":)" + stamp + R"(,"_TRANSPORT":"kernel","MESSAGE":)" +
+                             Quoted(kFell) + "}\n";
+    JsonLogStats stats;
+    const std::string lines = Convert(JsonLogForm::kJournal, text, &stats);
+    EXPECT_EQ(stats.records, 1u) << stamp;
+    EXPECT_EQ(lines.rfind("NVRM: Xid", 0), 0u) << lines;
+    auto obs = Read(lines);
+    ASSERT_EQ(obs.size(), 1u) << stamp;
+    EXPECT_EQ(obs[0].code, 79);
+  }
+}
+
 TEST(JsonLogTest, HostileNestingAndBracketsAreBounded) {
   std::string deep = "{\"MESSAGE\":" + std::string(100000, '[') + "\n";
   deep += JournalRecord(Quoted(kFell)) + "\n";

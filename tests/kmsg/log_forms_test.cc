@@ -196,6 +196,19 @@ TEST(LogFormsTest, IndentedLinesAreContinuationsNotKmsgDictionary) {
   EXPECT_FALSE(ParseLogLine("[  12.000001] NVRM: Xid (PCI:0000:3b:00): 31, x", kRef).indented);
 }
 
+// An eleven-digit short-unix stamp has the shape but not the range of a time: it must not
+// overflow into a date (UBSan traps the multiplication in the sanitizer build).
+TEST(LogFormsTest, AnOutOfRangeUnixStampIsNotADate) {
+  const LogLine l = ParseLogLine("99999999999.123456 gpu-a17 kernel: " + kXid, kRef);
+  EXPECT_NE(l.format, LogFormat::kUnix);
+  EXPECT_EQ(l.time_ns, 0);
+  const LogLine ok = ParseLogLine("3999999999.854775 gpu-a17 kernel: " + kXid, kRef);
+  EXPECT_EQ(ok.format, LogFormat::kUnix);
+  EXPECT_EQ(ok.time_ns, 3999999999854775000);
+  // The same bound on a dmesg uptime, which the reader later adds to the boot time in ns.
+  EXPECT_FALSE(ParseLogLine("[99999999999.000000] " + kXid, kRef).mono_us.has_value());
+}
+
 // Every view the parser returns lies inside the line it was given.
 void ExpectInside(std::string_view line, const LogLine& l) {
   for (std::string_view v : {l.message, l.host, l.tag}) {
