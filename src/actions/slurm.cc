@@ -66,7 +66,11 @@ int64_t ParseSlurmTime(std::string_view text) {
   const std::string t(Trim(text));
   char tail = 0;
   if (std::sscanf(t.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%c", &y, &mo, &d, &h, &mi, &s, &tail) != 6) return 0;
-  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60) return 0;
+  // Years outside 1970..2200 are no time a node was drained (and would overflow in ns).
+  if (y < 1970 || y > 2200 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 || mi > 59 ||
+      s < 0 || s > 60) {
+    return 0;
+  }
   tm.tm_year = y - 1900;
   tm.tm_mon = mo - 1;
   tm.tm_mday = d;

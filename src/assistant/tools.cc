@@ -277,7 +277,7 @@ ToolResult GetObservations(const ToolContext& ctx, const Json& args) {
   if (*since != 0) q.since_ns = *since;
   if (*until != 0) q.until_ns = *until;
   int64_t limit = kDefaultObservationLimit;
-  if (args.contains("limit") && !args["limit"].is_null()) limit = args["limit"].get<int64_t>();
+  if (args.contains("limit") && !args["limit"].is_null()) limit = JsonInt<int64_t>(args["limit"]);
   if (limit < 1 || limit > kMaxObservationLimit) {
     return ErrorResult("get_observations", "limit must be between 1 and 200");
   }

@@ -16,16 +16,26 @@ E EnumFrom(const Json& j, const char* key, ParseFn parse) {
   return *v;
 }
 
+// Integers through JsonInt: a hostile float must not reach get<T>()'s static_cast.
+template <typename T>
+T Get(const Json& v) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    return JsonInt<T>(v);
+  } else {
+    return v.get<T>();
+  }
+}
+
 template <typename T>
 void Optional(const Json& j, const char* key, T& out) {
   auto it = j.find(key);
-  if (it != j.end() && !it->is_null()) out = it->get<T>();
+  if (it != j.end() && !it->is_null()) out = Get<T>(*it);
 }
 
 template <typename T>
 void OptionalField(const Json& j, const char* key, std::optional<T>& out) {
   auto it = j.find(key);
-  if (it != j.end() && !it->is_null()) out = it->get<T>();
+  if (it != j.end() && !it->is_null()) out = Get<T>(*it);
 }
 
 }  // namespace

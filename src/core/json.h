@@ -4,6 +4,10 @@
 // module boundary should use DecodeJson, which turns that into a Status.
 #pragma once
 
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
 #include <nlohmann/json.hpp>
 
 #include "core/status.h"
@@ -12,6 +16,23 @@
 namespace faultline {
 
 using Json = nlohmann::json;
+
+// An integer read from untrusted JSON. nlohmann's get<T>() turns a floating value into T
+// with a static_cast, which is undefined behaviour when the value is out of T's range
+// (1e30 as a time); this throws Json::out_of_range instead, which callers already catch
+// with the library's other exceptions. Integral values convert as get<T>() does.
+template <typename T>
+T JsonInt(const Json& v) {
+  static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>);
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    const double lo = static_cast<double>(std::numeric_limits<T>::min());
+    const double hi = std::ldexp(1.0, std::numeric_limits<T>::digits);  // max + 1, exact
+    if (!(d >= lo && d < hi)) throw Json::out_of_range::create(406, "number out of range for an integer field", &v);
+    return static_cast<T>(d);
+  }
+  return v.get<T>();
+}
 
 void to_json(Json& j, const ComponentRef& v);
 void from_json(const Json& j, ComponentRef& v);

@@ -119,7 +119,7 @@ Result<std::optional<policy::FleetLink>> FleetLinks::LinkFor(const Diagnosis& d)
     link.fleet_id = j.value("fleet_id", "");
     link.cause = j.value("cause", "");
     link.component = j.value("component", "");
-    link.recorded_ns = j.value("recorded_ns", int64_t{0});
+    if (auto it = j.find("recorded_ns"); it != j.end()) link.recorded_ns = JsonInt<int64_t>(*it);
   } catch (const Json::exception&) {
     return Status(StatusCode::kCorrupt, "fleet link for " + policy::FaultKey(d) + " has ill-typed fields");
   }

@@ -243,12 +243,12 @@ bool FromJson(const Json& j, NodeState& node) {
                    .kind = EnumOf(js.at("kind"), &ParseObsKind),
                    .samples = {},
                    .last_step = std::nullopt};
-      for (const Json& p : js.at("samples")) s.samples.push_back({p.at(0).get<int64_t>(), p.at(1).get<double>()});
-      if (js.contains("last_step")) s.last_step = js.at("last_step").get<uint64_t>();
+      for (const Json& p : js.at("samples")) s.samples.push_back({JsonInt<int64_t>(p.at(0)), p.at(1).get<double>()});
+      if (js.contains("last_step")) s.last_step = JsonInt<uint64_t>(js.at("last_step"));
       node.series.push_back(std::move(s));
     }
     for (const Json& r : j.at("readings")) {
-      node.readings.push_back({.time_ns = r.at(0).get<int64_t>(),
+      node.readings.push_back({.time_ns = JsonInt<int64_t>(r.at(0)),
                                .value = r.at(1).get<double>(),
                                .kind = EnumOf(r.at(2), &ParseObsKind),
                                .layer = EnumOf(r.at(3), &ParseLayer),
@@ -259,9 +259,9 @@ bool FromJson(const Json& j, NodeState& node) {
     }
     node.findings = j.at("findings").get<std::vector<Finding>>();
     for (const Json& d : j.at("diagnoses")) {
-      node.diagnoses.push_back({d.at("row_id").get<int64_t>(), d.at("diagnosis").get<Diagnosis>()});
+      node.diagnoses.push_back({JsonInt<int64_t>(d.at("row_id")), d.at("diagnosis").get<Diagnosis>()});
     }
-    node.newest_ns = j.at("newest_ns").get<int64_t>();
+    node.newest_ns = JsonInt<int64_t>(j.at("newest_ns"));
     return node.observation_rows.FromJson(j.at("observation_rows")) &&
            node.finding_rows.FromJson(j.at("finding_rows")) && node.diagnosis_rows.FromJson(j.at("diagnosis_rows")) &&
            node.action_rows.FromJson(j.at("action_rows"));

@@ -16,12 +16,12 @@ void from_json(const Json& j, ActionRecord& v) {
   auto action = ParseAction(name);
   if (!action) throw std::invalid_argument("unknown action '" + name + "'");
   v.action = *action;
-  v.time_ns = j.value("time_ns", int64_t{0});
+  if (auto it = j.find("time_ns"); it != j.end()) v.time_ns = JsonInt<int64_t>(*it);
   v.node = j.value("node", std::string());
   v.dry_run = j.value("dry_run", true);
   v.outcome = j.value("outcome", std::string());
   v.reason = j.value("reason", std::string());
-  if (auto it = j.find("diagnosis_id"); it != j.end() && !it->is_null()) v.diagnosis_id = it->get<int64_t>();
+  if (auto it = j.find("diagnosis_id"); it != j.end() && !it->is_null()) v.diagnosis_id = JsonInt<int64_t>(*it);
   if (auto it = j.find("attrs"); it != j.end()) v.attrs = it->get<std::map<std::string, std::string>>();
 }
 

@@ -200,6 +200,11 @@ TEST(ActionsSlurmParse, SinfoLinesPerPartitionAreOneNode) {
   EXPECT_EQ(ParseSlurmTime("Unknown"), 0);
   EXPECT_EQ(ParseSlurmTime("2026-13-01T00:00:00"), 0);
   EXPECT_EQ(ParseSlurmTime("2026-12-01T18:50:50junk"), 0);
+  // Years no drain happened in, and negative fields, are no time (nor an overflow in ns).
+  EXPECT_EQ(ParseSlurmTime("026-12-01T18:50:50"), 0);
+  EXPECT_EQ(ParseSlurmTime("9999-12-01T18:50:50"), 0);
+  EXPECT_EQ(ParseSlurmTime("2026-12-01T-1:50:50"), 0);
+  EXPECT_GT(ParseSlurmTime("2026-12-01T18:50:50"), 0);
 }
 
 }  // namespace

@@ -82,5 +82,26 @@ TEST(JsonTest, UnknownEnumOrBrokenTextIsCorruptNotACrash) {
   EXPECT_FALSE(DecodeJson<Diagnosis>("[]").ok());
 }
 
+// A float where an integer belongs: in range it is read (as JSON writers may emit 1e9),
+// out of range or not a number it is corrupt, never undefined behaviour (UBSan traps the
+// cast in the sanitizer and fuzz builds).
+TEST(JsonTest, AFloatInAnIntegerFieldIsReadWhenItFitsAndRefusedWhenItDoesNot) {
+  const std::string head = R"({"layer":"os","kind":"xid","source":"kmsg","component":{"type":"gpu","name":"0"},)";
+  auto fits = DecodeJson<Observation>(head + R"("time_ns":1.5e18,"code":79.0})");
+  ASSERT_TRUE(fits.ok()) << fits.status().ToString();
+  EXPECT_EQ(fits->time_ns, 1'500'000'000'000'000'000);
+  EXPECT_EQ(fits->code, 79);
+  for (const char* bad : {R"("time_ns":1.77e29})", R"("time_ns":-9.3e18})", R"("code":9.3e18})",
+                          R"("mono_us":1e300})", R"("count":-1e40})"}) {
+    auto r = DecodeJson<Observation>(head + bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kCorrupt) << bad;
+  }
+  EXPECT_EQ(JsonInt<int64_t>(Json(-9.2e18)), static_cast<int64_t>(-9.2e18));
+  EXPECT_THROW(JsonInt<uint32_t>(Json(-1.0)), Json::out_of_range);
+  EXPECT_THROW(JsonInt<int>(Json(2147483648.0)), Json::out_of_range);
+  EXPECT_EQ(JsonInt<int>(Json(2147483647.0)), 2147483647);
+}
+
 }  // namespace
 }  // namespace faultline

@@ -104,6 +104,17 @@ TEST(IpmiSelParser, BadRowsBecomeErrorsAndParsingContinues) {
   EXPECT_NE(r.errors[2].find("bad date"), std::string::npos);
 }
 
+// A year past what nanoseconds since 1970 hold (2262) is a bad date, not an overflow
+// (UBSan traps it in the sanitizer and fuzz builds); 2200 is still read.
+TEST(IpmiSelParser, AYearPastTheClocksRangeIsABadDate) {
+  auto r = ParseSelText("1 | 04/01/4040 | 10:00:00 | Fan FAN1 | Lower Critical going low | Asserted\n"
+                        "2 | 04/01/2200 | 10:00:00 | Fan FAN1 | Lower Critical going low | Asserted\n");
+  ASSERT_EQ(r.observations.size(), 1u);
+  EXPECT_EQ(r.observations[0].time_ns, *ParseIso8601("2200-04-01T10:00:00Z"));
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_NE(r.errors[0].find("bad date"), std::string::npos) << r.errors[0];
+}
+
 TEST(IpmiSelParser, OversizedLinesAndRowLimit) {
   std::string huge(10000, 'x');
   std::string text = "1 | 11/15/2019 | 18:50:40 | Fan FAN1 | " + huge + " | Asserted\n";

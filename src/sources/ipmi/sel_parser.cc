@@ -84,7 +84,8 @@ std::optional<int64_t> TimeOfDay(std::string_view t) {
 }
 
 std::optional<int64_t> Date(int y, int mo, int d) {
-  if (y < 1971 || y > 9999 || mo < 1 || mo > 12 || d < 1 || d > 31) return std::nullopt;
+  // Nanoseconds since 1970 end in 2262: a later year is no date here (and would overflow).
+  if (y < 1971 || y > 2200 || mo < 1 || mo > 12 || d < 1 || d > 31) return std::nullopt;
   return DaysFromCivil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) * 86400LL * kNsPerSec;
 }
 
