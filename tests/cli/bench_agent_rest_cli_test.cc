@@ -45,8 +45,9 @@ class CliBenchAgentRest : public ::testing::Test {
 TEST_F(CliBenchAgentRest, HelpTeachesWhatItMeasuresAndHow) {
   RunResult r = Faultline("bench agent-rest --help");
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  for (const char* s : {"--seconds", "--faults", "--kernel-log", "--warmup", "cpu_percent_of_one_core", "pss_mib",
-                        "fault_to_diagnosis_ms", "gen_kernel_log.py", "Exit codes"}) {
+  for (const char* s : {"--seconds", "--faults", "--gpus-lost", "--kernel-log", "--warmup", "cpu_percent_of_one_core",
+                        "pss_mib", "fault_to_diagnosis_ms", "gpu_lost_to_diagnosis_ms", "gen_kernel_log.py",
+                        "Exit codes"}) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
   }
 }
@@ -69,6 +70,15 @@ TEST_F(CliBenchAgentRest, AShortRunWithTheSimulatedNodePrintsEveryFigure) {
   // Its own directory under --workdir is removed afterwards; --workdir stays.
   EXPECT_TRUE(fs::exists(dir_));
   EXPECT_TRUE(fs::is_empty(dir_));
+}
+
+// GPUs lost as NVML alone says it (no kernel line reaches this agent): each loss is
+// diagnosed through the NVML source's event wait, and the bench says so for every one.
+TEST_F(CliBenchAgentRest, GpusLostThroughNvmlAreEachDiagnosed) {
+  RunResult r = Faultline("bench agent-rest --seconds 1 --warmup 2 --gpus-lost 3 --workdir " + dir_);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("gpu_lost_to_diagnosis_ms: losses 3, measured 3, missed 0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("gpu_lost_to_diagnosis_ms_each: "), std::string::npos) << r.out;
 }
 
 TEST_F(CliBenchAgentRest, KernelLogHistoryModeReadsTheLogFirst) {
@@ -97,6 +107,8 @@ TEST_F(CliBenchAgentRest, BadArgumentsAreUsageErrors) {
   EXPECT_EQ(Faultline("bench agent-rest --seconds 0 --no-sim --workdir " + dir_).exit_code, 2);
   EXPECT_EQ(Faultline("bench agent-rest --kernel-log " + dir_ + "/absent.log").exit_code, 2);
   EXPECT_EQ(Faultline("bench agent-rest --seconds x").exit_code, 2);
+  EXPECT_EQ(Faultline("bench agent-rest --gpus-lost 9 --workdir " + dir_).exit_code, 2);
+  EXPECT_EQ(Faultline("bench agent-rest --no-sim --gpus-lost 1 --workdir " + dir_).exit_code, 2);
 }
 
 }  // namespace

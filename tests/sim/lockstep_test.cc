@@ -132,6 +132,114 @@ TEST_F(LockstepTest, AScenarioStatesItsOwnSchedule) {
   EXPECT_EQ(run->ticks_visited, 11);
 }
 
+TEST_F(LockstepTest, SnapshotsRebuiltOnlyWhenReadChangeNothingTheAgentSees) {
+  // The NVML state file and the BMC sensors rebuilt at every visited tick vs only when
+  // the NVML / Redfish source may poll: same timeline, same stored observations. The
+  // scenarios' faults show through NVML (power brake, lost GPU, heat) and Redfish (PSU).
+  for (const char* name : {"demo-psu-degrading-power-brake", "gpu7-fell-off-bus", "inlet-hot-thermal-throttle"}) {
+    options_.publish_when_read = false;
+    ScenarioRun every = Run(name, 240);
+    options_.publish_when_read = true;
+    ScenarioRun lazy = Run(name, 240);
+    ASSERT_EQ(every.changes.size(), lazy.changes.size()) << name;
+    for (size_t i = 0; i < every.changes.size(); ++i) {
+      EXPECT_EQ(every.changes[i].t, lazy.changes[i].t) << name;
+      EXPECT_EQ(every.changes[i].primary.fault_class, lazy.changes[i].primary.fault_class) << name;
+      EXPECT_EQ(every.changes[i].primary.component.Id(), lazy.changes[i].primary.component.Id()) << name;
+    }
+    EXPECT_EQ(every.first_correct_s, lazy.first_correct_s) << name;
+    EXPECT_EQ(every.agent.observations_inserted, lazy.agent.observations_inserted) << name;
+    EXPECT_EQ(every.agent.observations_duplicate, lazy.agent.observations_duplicate) << name;
+    EXPECT_EQ(every.node.sel_entries, lazy.node.sel_entries) << name;
+    EXPECT_LE(lazy.node.nvml_writes, every.node.nvml_writes) << name;
+  }
+}
+
+// A scenario of `duration_s` on a deployed agent's pace (kmsg, workload and evaluation
+// every 60 s, NVML and sysfs every 300 s, Redfish every 600 s, 1 s ticks).
+NodeScenario SlowPaced(double duration_s, std::vector<NodeFault> faults) {
+  auto sc = LoadNodeScenario(std::string(FAULTLINE_SOURCE_DIR) + "/scenarios/healthy-node.yaml");
+  EXPECT_TRUE(sc.ok()) << sc.status().ToString();
+  if (!sc.ok()) return {};
+  sc->duration_s = duration_s;
+  sc->agent = AgentSchedule{.fast_interval_s = 60, .sample_interval_s = 300, .redfish_interval_s = 600, .tick_s = 1};
+  sc->faults = std::move(faults);
+  return *sc;
+}
+
+TEST_F(LockstepTest, AFaultFarAheadIsReachedInFewStepsAndSeenOnTime) {
+  // A GPU falls off the bus half a day in, between two ticks and between two polls: the
+  // run visits one tick per evaluation (721 for 12 hours, not 43,201) and the kernel-log
+  // poll after the fault sees it, so the first right answer comes at that poll.
+  NodeFault gone;
+  gone.kind = NodeFaultKind::kFallOffBus;
+  gone.at = 40000.3;  // between the polls at 39960 and 40020
+  gone.gpu = 3;
+  NodeScenario sc = SlowPaced(43200, {gone});
+  sc.truth = Truth{.fault_class = FaultClass::kGpuFellOffBus, .components = {"gpu/3"}, .start_s = gone.at};
+  auto run = RunScenarioLockstep(sc, options_);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_EQ(run->ticks_visited, 721);
+  EXPECT_EQ(run->agent.evaluations, 721u);
+  ASSERT_TRUE(run->first_correct_s.has_value());
+  EXPECT_EQ(*run->first_correct_s, 40020);
+  EXPECT_TRUE(run->wrong_hardware_actions.empty());
+}
+
+TEST_F(LockstepTest, AFaultBetweenTicksIsSeenWhenEveryTickIsVisited) {
+  // The same fault, 20 minutes in, with every tick visited and with only the due ones:
+  // seen at the same simulated time.
+  NodeFault gone;
+  gone.kind = NodeFaultKind::kFallOffBus;
+  gone.at = 1000.3;
+  gone.gpu = 5;
+  NodeScenario sc = SlowPaced(1500, {gone});
+  sc.truth = Truth{.fault_class = FaultClass::kGpuFellOffBus, .components = {"gpu/5"}, .start_s = gone.at};
+  std::vector<ScenarioRun> runs;
+  for (bool skip : {false, true}) {
+    options_.skip_idle_ticks = skip;
+    options_.publish_when_read = skip;
+    auto run = RunScenarioLockstep(sc, options_);
+    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    runs.push_back(std::move(run).value());
+  }
+  EXPECT_EQ(runs[0].ticks_visited, 1501);
+  EXPECT_EQ(runs[1].ticks_visited, 26);
+  ASSERT_TRUE(runs[0].first_correct_s.has_value());
+  EXPECT_EQ(*runs[0].first_correct_s, 1020);
+  EXPECT_EQ(runs[0].first_correct_s, runs[1].first_correct_s);
+  EXPECT_EQ(runs[0].agent.observations_inserted, runs[1].agent.observations_inserted);
+}
+
+TEST_F(LockstepTest, NothingDueIsSkipped) {
+  // Every source is polled at each of its due times and no other, and the agent
+  // evaluates at every evaluation time: counted at each evaluation from the agent's own
+  // source statuses.
+  NodeScenario sc = SlowPaced(3600, {});
+  sc.truth = Truth{.fault_class = FaultClass::kNone};
+  const daemon::Agent* agent = nullptr;
+  options_.on_agent_created = [&agent](daemon::Agent& a, const SimNode&) { agent = &a; };
+  std::vector<std::string> wrong;
+  std::vector<double> evaluated_at;
+  options_.on_evaluation = [&](double t, const std::vector<Diagnosis>&) {
+    evaluated_at.push_back(t);
+    for (const daemon::SourceStatus& s : agent->SourceStatuses()) {
+      const double every = s.name == "kmsg" || s.name == "workload" ? 60 : s.name == "redfish" ? 600 : 300;
+      const auto want = static_cast<uint64_t>(t / every) + 1;  // t = 0 included
+      if (s.polls != want) {
+        wrong.push_back(s.name + " at t=" + std::to_string(t) + ": " + std::to_string(s.polls) + " polls, want " +
+                        std::to_string(want));
+      }
+    }
+  };
+  auto run = RunScenarioLockstep(sc, options_);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_TRUE(wrong.empty()) << wrong.front();
+  ASSERT_EQ(evaluated_at.size(), 61u);
+  for (size_t i = 0; i < evaluated_at.size(); ++i) EXPECT_EQ(evaluated_at[i], 60.0 * static_cast<double>(i));
+  EXPECT_EQ(run->agent.poll_failures, 0u);
+}
+
 // Every entry directly under `dir`, by name.
 std::set<std::string> Entries(const std::string& dir) {
   std::set<std::string> names;

@@ -112,6 +112,27 @@ TEST(NodeModel, DbeRemapsARowAndKillsTheJob) {
   EXPECT_NE(lines[0].text.find("PCI:" + DefaultNodeLayout(8).gpu_bdfs[3].substr(0, 10)), std::string::npos);
 }
 
+// A fault injected while the model runs (bench agent-rest's GPU losses) begins at the
+// moment it is injected, never in the past, and before a scenario fault due later.
+TEST(NodeModel, AnInjectedFaultBeginsNowAndKeepsTheScenarioInOrder) {
+  NodeFault later = Fault(NodeFaultKind::kDbe, 30);
+  later.gpu = 1;
+  NodeModel m(Scenario({later}), DefaultNodeLayout(8));
+  m.AdvanceTo(10);
+  NodeFault lost = Fault(NodeFaultKind::kFallOffBus, 2);  // asked for the past: starts now
+  lost.gpu = 5;
+  m.Inject(lost);
+  EXPECT_FALSE(m.state().gpus[5].lost);
+  m.AdvanceTo(11);
+  EXPECT_TRUE(m.state().gpus[5].lost);
+  auto lines = m.TakeKmsg();
+  ASSERT_FALSE(lines.empty());
+  EXPECT_GE(lines.front().t, 10.0);
+  EXPECT_EQ(m.state().gpus[1].dbe_volatile, 0u);
+  m.AdvanceTo(31);
+  EXPECT_EQ(m.state().gpus[1].dbe_volatile, 1u);  // the scenario's own fault still comes
+}
+
 TEST(NodeModel, AUserXidStormIsOneProcess) {
   NodeFault f = Fault(NodeFaultKind::kUserXid, 5);
   f.gpu = 1;

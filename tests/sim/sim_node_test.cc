@@ -199,5 +199,60 @@ TEST_F(SimNodeTest, BmcServesPsuStateAndRecordsSelEntries) {
   EXPECT_EQ(mode & (fs::perms::group_all | fs::perms::others_all), fs::perms::none);
 }
 
+TEST_F(SimNodeTest, SnapshotsLeftOutAreWrittenAsOfTheStepThatAsksForThem) {
+  // Two copies of one node, one publishing every interface at every step, the other
+  // leaving the NVML state file and the BMC's sensors out except at the last step: at
+  // that step both serve the same state (the state of that time, not of the last step
+  // that asked). Meanwhile the lazy node's snapshots stay as they were, and what is
+  // appended in time order (the SEL, the kernel log) is never held back.
+  NodeFault hot;
+  hot.kind = NodeFaultKind::kGpuCooling;
+  hot.at = 3.3;
+  hot.gpu = 2;
+  hot.value = 40;
+  hot.ramp_s = 20;
+  NodeFault psu;
+  psu.kind = NodeFaultKind::kPsuFail;
+  psu.at = 7.6;
+  psu.psu = 5;
+  NodeFault gone;
+  gone.kind = NodeFaultKind::kFallOffBus;
+  gone.at = 12.1;
+  gone.gpu = 6;
+  const std::string root = dir_;
+  dir_ = root + "/every";
+  auto every = Start({hot, psu, gone});
+  dir_ = root + "/lazy";
+  auto lazy = Start({hot, psu, gone});
+  dir_ = root;
+  ASSERT_NE(every, nullptr);
+  ASSERT_NE(lazy, nullptr);
+  const std::string nvml_at_0 = Slurp(lazy->nvml_state_path());
+  auto thermal_at_0 = lazy->BmcResource("/redfish/v1/Chassis/HGX/Thermal");
+  ASSERT_TRUE(thermal_at_0.ok());
+  for (int step = 1; step < 30; ++step) {
+    const double t = step * 0.5;
+    ASSERT_TRUE(every->AdvanceTo(t).ok());
+    ASSERT_TRUE(lazy->AdvanceTo(t, SimPublish{.nvml = false, .bmc_sensors = false}).ok());
+  }
+  EXPECT_EQ(Slurp(lazy->nvml_state_path()), nvml_at_0);
+  EXPECT_EQ(*lazy->BmcResource("/redfish/v1/Chassis/HGX/Thermal"), *thermal_at_0);
+  EXPECT_NE(Slurp(every->nvml_state_path()), nvml_at_0);  // the GPU heated and one was lost
+  EXPECT_EQ(lazy->stats().sel_entries, 1u);               // PSU5's failure, on time
+  EXPECT_EQ(Slurp(lazy->kmsg_path()), Slurp(every->kmsg_path()));
+  ASSERT_TRUE(every->AdvanceTo(15.25).ok());
+  ASSERT_TRUE(lazy->AdvanceTo(15.25).ok());
+  EXPECT_EQ(Slurp(lazy->nvml_state_path()), Slurp(every->nvml_state_path()));
+  for (const char* uri : {"/redfish/v1/Chassis/HGX/Power", "/redfish/v1/Chassis/HGX/Thermal",
+                          "/redfish/v1/Managers/BMC", "/redfish/v1/Systems/HGX/LogServices/SEL/Entries"}) {
+    auto a = every->BmcResource(uri);
+    auto b = lazy->BmcResource(uri);
+    ASSERT_TRUE(a.ok() && b.ok()) << uri;
+    EXPECT_EQ(*a, *b) << uri;
+  }
+  EXPECT_LT(lazy->stats().nvml_writes, every->stats().nvml_writes);
+  EXPECT_TRUE(lazy->stats().errors.empty());
+}
+
 }  // namespace
 }  // namespace faultline::sim

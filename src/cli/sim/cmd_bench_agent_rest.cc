@@ -64,6 +64,7 @@ struct RestArgs {
   double seconds = 60;
   double warmup_s = 10;
   int faults = 0;
+  int gpus_lost = 0;
   std::string kernel_log;
   std::string scenario;
   std::string workdir;
@@ -87,7 +88,27 @@ std::string ReadFile(const std::string& path) {
   return s.str();
 }
 
-// Child: serves the node in real time until the parent closes `control` (EOF).
+// One "lose <gpu>" command: the GPU falls off the bus now (NVML answers GPU_IS_LOST from
+// the next publish on), and the node reports "lost <gpu> <monotonic ns>" once it has
+// published that state, so the bench times the loss from the moment NVML can see it.
+void LoseGpu(sim::SimNode& node, const std::string& command, double t, int report) {
+  int gpu = -1;
+  if (std::sscanf(command.c_str(), "lose %d", &gpu) != 1 || gpu < 0 ||
+      gpu >= static_cast<int>(node.model().state().gpus.size())) {
+    return;
+  }
+  sim::NodeFault f;
+  f.kind = sim::NodeFaultKind::kFallOffBus;
+  f.at = t;
+  f.gpu = gpu;
+  node.Inject(f);
+  (void)node.AdvanceTo(t);
+  const std::string reply = "lost " + std::to_string(gpu) + " " + std::to_string(SystemClock().MonotonicNs()) + "\n";
+  (void)!::write(report, reply.data(), reply.size());
+}
+
+// Child: serves the node in real time until the parent closes `control` (EOF), and obeys
+// the commands it writes there (LoseGpu).
 [[noreturn]] void ServeNode(const sim::NodeScenario& sc, const std::string& dir, int report, int control) {
   SystemClock sys;
   sim::SimNodeOptions so{.workdir = dir, .time = {sys.NowNs(), sys.BootTimeNs(), 1.0}};
@@ -102,15 +123,27 @@ std::string ReadFile(const std::string& path) {
           "\nbmc_user=" + n.bmc_user() + "\nbmc_password_file=" + n.bmc_password_file() + "\nend=1\n";
   }
   (void)!::write(report, msg.data(), msg.size());
-  ::close(report);
   if (!node.ok()) ::_exit(1);
   const auto start = std::chrono::steady_clock::now();
+  auto now = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  std::string commands;
   for (;;) {
     pollfd p{control, POLLIN, 0};
-    if (::poll(&p, 1, 1000) != 0) break;  // EOF or error: the parent is done
-    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    (void)(*node)->AdvanceTo(t);
+    const int ready = ::poll(&p, 1, 1000);
+    if (ready < 0 && errno != EINTR) break;
+    if (ready > 0) {
+      char buf[256];
+      const ssize_t n = ::read(control, buf, sizeof buf);
+      if (n <= 0) break;  // EOF or error: the parent is done
+      commands.append(buf, static_cast<size_t>(n));
+      for (size_t eol; (eol = commands.find('\n')) != std::string::npos; commands.erase(0, eol + 1)) {
+        LoseGpu(**node, commands.substr(0, eol), now(), report);
+      }
+      continue;
+    }
+    (void)(*node)->AdvanceTo(now());
   }
+  ::close(report);
   node->reset();
   ::_exit(0);
 }
@@ -139,13 +172,30 @@ Result<NodePaths> ParseNodePaths(const std::string& text) {
   return p;
 }
 
+// A line from `fd` within `timeout_ms`; "" on timeout, EOF or error.
+std::string ReadLine(int fd, int timeout_ms) {
+  std::string line;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    pollfd p{fd, POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) return "";
+    char c = 0;
+    if (::read(fd, &c, 1) != 1) return "";
+    if (c == '\n') return line;
+    line.push_back(c);
+  }
+}
+
 // The node process: forked before this process starts any thread.
 struct NodeProcess {
   pid_t pid = -1;
-  int control = -1;  // closing it stops the node
+  int control = -1;  // commands (LoseGpu); closing it stops the node
+  int events = -1;   // the node's replies
   ~NodeProcess() { Stop(); }
   void Stop() {
     if (control >= 0) ::close(control), control = -1;
+    if (events >= 0) ::close(events), events = -1;
     if (pid > 0) {
       int status = 0;
       ::waitpid(pid, &status, 0);
@@ -173,18 +223,15 @@ Result<NodePaths> StartNode(const sim::NodeScenario& sc, const std::string& dir,
   ::close(control[0]);
   proc.pid = pid;
   proc.control = control[1];
+  proc.events = report[0];
+  // Line by line up to "end=1" (or an error, or EOF): the pipe stays open for replies.
   std::string text;
-  char buf[4096];
   for (;;) {
-    const ssize_t n = ::read(report[0], buf, sizeof buf);
-    if (n > 0) {
-      text.append(buf, static_cast<size_t>(n));
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    break;
+    const std::string line = ReadLine(report[0], 120'000);
+    if (line.empty()) break;
+    text += line + "\n";
+    if (line == "end=1" || line.rfind("error=", 0) == 0) break;
   }
-  ::close(report[0]);
   return ParseNodePaths(text);
 }
 
@@ -387,6 +434,10 @@ int RunRest(const RestArgs& a) {
     std::cerr << "faultline bench agent-rest: --seconds must be > 0, --warmup, --faults and the intervals >= 0\n";
     return kExitUsage;
   }
+  if (a.gpus_lost < 0 || a.gpus_lost > 8 || (a.gpus_lost > 0 && a.no_sim)) {
+    std::cerr << "faultline bench agent-rest: --gpus-lost is 0..8 and needs the simulated node (not --no-sim)\n";
+    return kExitUsage;
+  }
   std::string history;
   if (!a.kernel_log.empty()) {
     history = ReadFile(a.kernel_log);
@@ -511,6 +562,32 @@ int RunRest(const RestArgs& a) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50 + (i * 37) % 100));
   }
   ::close(kmsg_fd);
+
+  // GPU losses: NVML's own signal, with no kernel line (the node's kmsg is not this
+  // agent's), one GPU at a time, each timed from the node publishing the lost state.
+  std::vector<double> lost_ms;
+  int lost_missed = 0;
+  for (int g = 0; node && g < a.gpus_lost; ++g) {
+    const std::string command = "lose " + std::to_string(g) + "\n";
+    if (!AppendLine(node_proc.control, command)) break;
+    const std::string reply = ReadLine(node_proc.events, 10'000);
+    long long published = 0;
+    int gpu = -1;
+    if (std::sscanf(reply.c_str(), "lost %d %lld", &gpu, &published) != 2 || gpu != g) {
+      ++lost_missed;
+      continue;
+    }
+    bool diagnosis = false;
+    auto done = evaluations.WaitStoredAfter(published, std::chrono::seconds(10), diagnosis);
+    if (!done) {
+      ++lost_missed;
+      continue;
+    }
+    lost_ms.push_back(static_cast<double>(*done - published) / 1e6);
+    // Past the NVML source's one-early-poll-a-second bound, so each loss meets a quiet
+    // source (losses closer together are read by the early poll of the first).
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100 + (g * 37) % 200));
+  }
   const Status stopped = (*agent)->Stop();
   node_proc.Stop();
 
@@ -572,12 +649,22 @@ int RunRest(const RestArgs& a) {
   } else {
     std::printf("fault_to_diagnosis_ms: no faults injected (--faults N)\n");
   }
+  if (a.gpus_lost > 0) {
+    std::printf(
+        "gpu_lost_to_diagnosis_ms: losses %d, measured %zu, missed %d, median %.2f, p99 %.2f, max %.2f "
+        "(NVML state published by the node to the committed evaluation)\n",
+        a.gpus_lost, lost_ms.size(), lost_missed, Percentile(lost_ms, 0.5), Percentile(lost_ms, 0.99),
+        lost_ms.empty() ? 0.0 : *std::max_element(lost_ms.begin(), lost_ms.end()));
+    std::string each;
+    for (double ms : lost_ms) each += (each.empty() ? "" : " ") + std::to_string(static_cast<int>(ms + 0.5));
+    std::printf("gpu_lost_to_diagnosis_ms_each: %s\n", each.c_str());
+  }
   if (a.keep) std::printf("files kept in %s\n", dir.c_str());
   if (!stopped.ok()) {
     std::cerr << "faultline bench agent-rest: agent stop: " << stopped.ToString() << "\n";
     return kExitFailure;
   }
-  return missed > 0 ? kExitFailure : kExitOk;
+  return missed + lost_missed > 0 ? kExitFailure : kExitOk;
 }
 
 }  // namespace
@@ -594,17 +681,20 @@ void AddBenchAgentRestCommand(CliApp& app) {
       "kernel log in /dev/kmsg record form that the bench appends to.\n"
       "\n"
       "Phases: --warmup seconds (start, boot log, --kernel-log history), --seconds at rest (nothing written\n"
-      "by the bench), then --faults critical kernel lines (XID 79/48/95/119/74/94/64), one at a time.\n"
+      "by the bench), then --faults critical kernel lines (XID 79/48/95/119/74/94/64), one at a time, then\n"
+      "--gpus-lost GPUs falling off the bus as NVML alone reports it (the agent waits on NVML events).\n"
       "\n"
       "Prints (one 'name: value' line each): cpu_percent_of_one_core (getrusage of this process, which is\n"
       "the agent: the node runs in its own), rss_mib and pss_mib (/proc/self/smaps_rollup: start, end, max),\n"
       "store_rows_per_hour and store_bytes_per_hour (read-only store snapshots), findings and diagnoses\n"
       "written without new input, evaluations and polls at rest, and fault_to_diagnosis_ms (median, p99,\n"
-      "max: from just before write() to the end of the evaluation that committed the fault's finding).\n"
+      "max: from just before write() to the end of the evaluation that committed the fault's finding),\n"
+      "gpu_lost_to_diagnosis_ms (from the node publishing the lost GPU's NVML state to that evaluation).\n"
       "\n"
       "Examples:\n"
       "  faultline bench agent-rest                                   # 60 s at rest\n"
       "  faultline bench agent-rest --seconds 600 --faults 300        # idle figures, then 300 faults\n"
+      "  faultline bench agent-rest --seconds 30 --gpus-lost 8         # NVML GPU-lost latency\n"
       "  bench/gen_kernel_log.py --mb 50 > /tmp/heavy.log\n"
       "  faultline bench agent-rest --kernel-log /tmp/heavy.log --warmup 60   # idle cost after a long history\n"
       "\n"
@@ -613,6 +703,9 @@ void AddBenchAgentRestCommand(CliApp& app) {
   b->add_option("--seconds", args->seconds, "Seconds at rest that the figures cover (default 60)");
   b->add_option("--warmup", args->warmup_s, "Seconds after the start not counted (default 10)");
   b->add_option("--faults", args->faults, "Critical kernel lines to inject after the rest phase (default 0)");
+  b->add_option("--gpus-lost", args->gpus_lost,
+                "GPUs (0..8) the node loses one at a time after the kernel faults, NVML's GPU_IS_LOST only "
+                "(default 0)");
   b->add_option("--kernel-log", args->kernel_log,
                 "A kernel log (any form; e.g. from bench/gen_kernel_log.py) the agent reads first, as history")
       ->check(CLI::ExistingFile);

@@ -123,6 +123,28 @@ int64_t NextTick(const daemon::Agent& agent, int64_t i, int64_t mono0_ns, int64_
   return std::max(i + 1, at);
 }
 
+// Whether the agent's source `name` may poll at wall time `now_ns` (RunDue's test, from
+// what the agent shows of it): due once `interval_ns` has passed since its last successful
+// poll. A source not polled yet, or whose last poll failed (its retry back-off is the
+// agent's own), counts as due; a source the agent does not have never is.
+bool MayPoll(const std::vector<daemon::SourceStatus>& sources, std::string_view name, int64_t now_ns,
+             int64_t interval_ns) {
+  for (const daemon::SourceStatus& s : sources) {
+    if (s.name != name) continue;
+    return !s.up || !s.last_success_ns || now_ns - *s.last_success_ns >= interval_ns;
+  }
+  return false;
+}
+
+// What the node must rebuild before the agent's polls at this tick: the snapshots only a
+// due source reads (the NVML state file, the BMC's sensor resources). The rest of the
+// node is published at every visited tick.
+SimPublish SnapshotsDue(const daemon::Agent& agent, const daemon::AgentConfig& config, int64_t now_ns) {
+  const std::vector<daemon::SourceStatus> sources = agent.SourceStatuses();
+  return SimPublish{.nvml = MayPoll(sources, "nvml", now_ns, config.nvml.interval_ns),
+                    .bmc_sensors = MayPoll(sources, "redfish", now_ns, config.redfish.interval_ns)};
+}
+
 // The agent as `faultline agent` builds it (Agent::Create: the configured sources, the
 // pipeline, the warm start), over a store the run throws away with its directory: no
 // fsync per commit (NORMAL still survives the process dying) and no integrity check of
@@ -288,7 +310,8 @@ Result<ScenarioRun> RunScenarioLockstep(const NodeScenario& scenario, const Lock
     const double t = static_cast<double>(i) * o.tick_s;
     clock.Advance((i - prev) * tick_ns);
     ++run.ticks_visited;
-    (void)(*node)->AdvanceTo(t);  // failures are counted in the node's stats
+    // Failures are counted in the node's stats.
+    (void)(*node)->AdvanceTo(t, o.publish_when_read ? SnapshotsDue(**agent, config, clock.NowNs()) : SimPublish{});
     bool evaluated = false;
     const auto tick_start = std::chrono::steady_clock::now();
     if (Status s = (*agent)->RunDue(&evaluated); !s.ok()) return s;

@@ -42,6 +42,10 @@ struct LockstepOptions {
   // Visit only the ticks where the agent has something due (the default; same results).
   // false visits every tick, as the lockstep did before: tests compare the two.
   bool skip_idle_ticks = true;
+  // Rebuild the node's NVML state file and its BMC sensor resources only at ticks where
+  // the agent's NVML / Redfish source may poll (the default; same results, SimPublish).
+  // false rebuilds them at every visited tick: tests compare the two.
+  bool publish_when_read = true;
   std::ostream* agent_log = nullptr;  // the agent's log lines (warn and above); null = dropped
   // Called after each evaluation (the demo prints progress); may be empty.
   std::function<void(double t, const std::vector<Diagnosis>&)> on_evaluation;

@@ -91,6 +91,15 @@ void NodeModel::Tick(double t, double dt) {
   ApplyWorkload(t, dt);
 }
 
+void NodeModel::Inject(NodeFault f) {
+  f.at = std::max(f.at, state_.t);
+  // After every fault already started and in time order, as Tick expects.
+  const auto from = scenario_.faults.begin() + static_cast<std::ptrdiff_t>(next_fault_);
+  const auto at = std::upper_bound(from, scenario_.faults.end(), f.at,
+                                   [](double t, const NodeFault& g) { return t < g.at; });
+  scenario_.faults.insert(at, std::move(f));
+}
+
 bool NodeModel::Active(const NodeFault& f, double t) const { return f.at <= t && (!f.until || t < *f.until); }
 
 double NodeModel::Ramp(const NodeFault& f, double t) const {

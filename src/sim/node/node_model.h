@@ -138,6 +138,9 @@ class NodeModel {
   // Moves the model to scenario time `t` in steps of at most `tick_s`. Earlier times
   // are ignored.
   void AdvanceTo(double t, double tick_s = 1.0);
+  // Adds a fault as if the scenario had named it, beginning no earlier than now: lets a
+  // benchmark inject a fault at a moment it chooses (bench agent-rest's GPU losses).
+  void Inject(NodeFault f);
 
   const NodeState& state() const { return state_; }
   const NodeScenario& scenario() const { return scenario_; }

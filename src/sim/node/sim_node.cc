@@ -275,12 +275,15 @@ Status SimNode::WriteBootLog() {
   return Append(kmsg_path_, out);
 }
 
-Status SimNode::AdvanceTo(double t) {
+Status SimNode::AdvanceTo(double t, SimPublish what) {
   model_->AdvanceTo(t, options_.tick_s);
   for (SimKmsg& k : model_->TakeKmsg()) pending_kmsg_.push_back(std::move(k));
   for (SimSel& s : model_->TakeSel()) pending_sel_.push_back(std::move(s));
   Status first;
-  for (Status s : {PublishKmsg(), PublishNvml(), PublishSysfs(), PublishBmc(), PublishWorkload()}) {
+  // An AMD node's publisher writes its GPU state only when it changed (and the amdgpu
+  // sysfs files with it): always asked.
+  const Status nvml = what.nvml || amd_ ? PublishNvml() : Status::Ok();
+  for (Status s : {PublishKmsg(), nvml, PublishSysfs(), PublishBmc(what.bmc_sensors), PublishWorkload()}) {
     Note(s);
     if (first.ok() && !s.ok()) first = s;
   }
@@ -385,11 +388,17 @@ Status SimNode::PublishSysfs() {
   return first;
 }
 
-Status SimNode::PublishBmc() {
+Status SimNode::PublishBmc(bool sensors) {
   if (!bmc_) {
     pending_sel_.clear();
     return Status::Ok();
   }
+  const Status published = sensors ? PublishBmcSensors() : Status::Ok();
+  const Status sel = PublishSel();
+  return published.ok() ? sel : published;
+}
+
+Status SimNode::PublishBmcSensors() {
   const NodeState& s = model_->state();
   Status first;
   auto note = [&first](Status st) {
@@ -412,6 +421,16 @@ Status SimNode::PublishBmc() {
     note(bmc_->SetValue(kBmcLeakUri, "/Members", r.leak.dump()));
     note(bmc_->SetValue(kBmcPumpsUri, "/Members", r.pumps.dump()));
   }
+  return first;
+}
+
+// The SEL entries whose time has come, appended in time order (ids follow that order).
+Status SimNode::PublishSel() {
+  const NodeState& s = model_->state();
+  Status first;
+  auto note = [&first](Status st) {
+    if (first.ok() && !st.ok()) first = st;
+  };
   std::stable_sort(pending_sel_.begin(), pending_sel_.end(),
                    [](const SimSel& a, const SimSel& b) { return a.t < b.t; });
   size_t done = 0;

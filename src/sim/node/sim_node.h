@@ -37,6 +37,19 @@ struct SimNodeOptions {
   double tick_s = 1.0;  // model resolution
 };
 
+// What SimNode::AdvanceTo brings up to date besides the model. The kernel log, the
+// workload file, the sysfs tree and the SEL always are (appended or changed in time
+// order, and cheap when nothing changed). The NVML state file and the BMC's sensor
+// resources (Power, Thermal, coolant loop, leak detectors, pumps, the manager's
+// DateTime) are snapshots of the present: rebuilt only when asked. A snapshot left out
+// at one step is not lost: the next step that asks writes the state of its own time, so a
+// reader that only reads at steps that asked sees exactly what it would have seen had
+// every step asked (the lockstep asks only when the NVML / Redfish source is due).
+struct SimPublish {
+  bool nvml = true;         // the NVML state file (an AMD node's AMD SMI state is always written)
+  bool bmc_sensors = true;  // the BMC's sensor resources and DateTime
+};
+
 struct SimNodeStats {
   uint64_t kmsg_lines = 0;
   uint64_t sel_entries = 0;
@@ -54,8 +67,11 @@ class SimNode {
   SimNode(const SimNode&) = delete;
   SimNode& operator=(const SimNode&) = delete;
 
-  // Moves the model to scenario time `t` and publishes the new state on every interface.
-  Status AdvanceTo(double t);
+  // Moves the model to scenario time `t` and publishes the new state on every interface
+  // (`what` may leave the NVML and BMC sensor snapshots as they were; see SimPublish).
+  Status AdvanceTo(double t, SimPublish what = {});
+  // A fault beginning now (NodeModel::Inject); the next AdvanceTo publishes it.
+  void Inject(NodeFault f) { model_->Inject(std::move(f)); }
 
   const NodeModel& model() const { return *model_; }
   const SimTimebase& time() const { return options_.time; }
@@ -85,7 +101,9 @@ class SimNode {
   Status PublishKmsg();
   Status PublishNvml();
   Status PublishSysfs();
-  Status PublishBmc();
+  Status PublishBmc(bool sensors);
+  Status PublishBmcSensors();
+  Status PublishSel();
   Status PublishWorkload();
   void Note(const Status& s);
 
