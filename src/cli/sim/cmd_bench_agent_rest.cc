@@ -126,6 +126,12 @@ void LoseGpu(sim::SimNode& node, const std::string& command, double t, int repor
   if (!node.ok()) ::_exit(1);
   const auto start = std::chrono::steady_clock::now();
   auto now = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  // The NVML state is rebuilt every 10 s (the agent's NVML interval) and at once when a GPU
+  // is lost, not every second: the fake library's event wait re-reads the file whenever it
+  // changes, in the agent's thread, a cost a real driver's wait does not have (it sleeps in
+  // the kernel). Every other interface is published each second.
+  constexpr double kNvmlEvery = 10;
+  double nvml_at = 0;
   std::string commands;
   for (;;) {
     pollfd p{control, POLLIN, 0};
@@ -141,7 +147,10 @@ void LoseGpu(sim::SimNode& node, const std::string& command, double t, int repor
       }
       continue;
     }
-    (void)(*node)->AdvanceTo(now());
+    const double t = now();
+    const bool nvml = t - nvml_at >= kNvmlEvery;
+    if (nvml) nvml_at = t;
+    (void)(*node)->AdvanceTo(t, sim::SimPublish{.nvml = nvml, .bmc_sensors = true});
   }
   ::close(report);
   node->reset();

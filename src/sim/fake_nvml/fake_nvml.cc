@@ -14,7 +14,10 @@
 //
 // Built twice: fake_nvml (everything) and, with FAKE_NVML_LEGACY, fake_nvml_legacy,
 // which lacks the functions newer drivers added, to test the older-driver path.
+#include <poll.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -408,10 +411,14 @@ FAKE_NVML_EXPORT NvmlReturn nvmlDeviceGetNvLinkErrorCounter(NvmlDevice d, unsign
   });
 }
 
-// Events. The wait polls the state file (as a real set would be told by the driver) every
-// 25 ms until an undelivered event is due or the timeout passes (the agent-rest bench runs
-// against this library: a tighter poll would bill the agent for the fake's own checking).
+// Events. The wait blocks, as a real set's does in the driver, until the state file's
+// directory changes (inotify: a test or the simulator rewrites the file to inject), a
+// timed event falls due, or the timeout passes; then it re-reads the state and looks
+// again. Without inotify it looks every 25 ms. The agent-rest bench runs its agent against
+// this library, so a wait that spun would bill the agent for the fake's own checking.
 namespace {
+
+constexpr auto kFallbackPoll = std::chrono::milliseconds(25);
 
 FakeEventSet* FindSet(FakeProcess& p, nv::NvmlEventSet set) {
   for (FakeEventSet& s : p.event_sets) {
@@ -444,6 +451,57 @@ bool NextEvent(FakeProcess& p, FakeEventSet& set, nv::NvmlEventData* out) {
     }
   }
   return false;
+}
+
+// When the next timed event on `set` falls due (a lost_after_s or an xid_events time still
+// ahead); `later` when none is.
+std::chrono::steady_clock::time_point NextDue(const FakeProcess& p, const FakeEventSet& set,
+                                              std::chrono::steady_clock::time_point later) {
+  auto due = later;
+  auto at = [&](double s) {
+    return p.init_time + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                             std::chrono::duration<double>(s));
+  };
+  for (const auto& [index, mask] : set.registered) {
+    if (index >= p.state.gpus.size() || (mask & nv::kEventXidCritical) == 0) continue;
+    const FakeGpu& g = p.state.gpus[index];
+    if (g.lost_after_s && !set.lost_delivered.count(index)) due = std::min(due, at(*g.lost_after_s));
+    for (size_t i = 0; i < g.xid_events.size(); ++i) {
+      if (!set.xids_delivered.count({index, i})) due = std::min(due, at(g.xid_events[i].at_s));
+    }
+  }
+  return due;
+}
+
+// An inotify descriptor watching the directory of `path` for files written or moved in;
+// -1 when inotify cannot (the wait then looks every 25 ms).
+int WatchDirectory(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  const int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+  if (fd < 0) return -1;
+  if (inotify_add_watch(fd, dir.c_str(), IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_ATTRIB) < 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Sleeps until `fd` reports a change or `until` passes; drains what it reported.
+void SleepUntilChange(int fd, std::chrono::steady_clock::time_point until) {
+  const auto now = std::chrono::steady_clock::now();
+  if (until <= now) return;
+  if (fd < 0) {
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(until - now, kFallbackPoll));
+    return;
+  }
+  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(until - now).count();
+  pollfd pfd{fd, POLLIN, 0};
+  if (poll(&pfd, 1, static_cast<int>(std::min<int64_t>(ms, 1 << 30))) > 0) {
+    alignas(inotify_event) char buf[4096];
+    while (read(fd, buf, sizeof buf) > 0) {
+    }
+  }
 }
 
 }  // namespace
@@ -499,22 +557,40 @@ FAKE_NVML_EXPORT NvmlReturn nvmlEventSetWait_v2(nv::NvmlEventSet set, nv::NvmlEv
                                                 unsigned int timeout_ms) {
   if (data == nullptr) return nv::kErrorInvalidArgument;
   const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  std::string path;
+  {
+    FakeProcess& p = Process();
+    std::lock_guard<std::mutex> lock(p.mu);
+    path = p.path;
+  }
+  // Watching before the first look: a rewrite between the look and the sleep still wakes it.
+  const int watch = timeout_ms > 0 ? WatchDirectory(path) : -1;
+  NvmlReturn rc = nv::kErrorTimeout;
   for (;;) {
+    auto until = end;
     {
       FakeProcess& p = Process();
       std::lock_guard<std::mutex> lock(p.mu);
-      if (p.init_count == 0) return nv::kErrorUninitialized;
-      if (NvmlReturn rc = InjectedError(p.state.errors, "nvmlEventSetWait_v2"); rc != nv::kSuccess) return rc;
+      if (p.init_count == 0) {
+        rc = nv::kErrorUninitialized;
+        break;
+      }
+      if (rc = InjectedError(p.state.errors, "nvmlEventSetWait_v2"); rc != nv::kSuccess) break;
       FakeEventSet* s = FindSet(p, set);
-      if (s == nullptr) return nv::kErrorInvalidArgument;
+      if (s == nullptr) {
+        rc = nv::kErrorInvalidArgument;
+        break;
+      }
       Refresh(p, /*first=*/false);  // a test or the simulator rewrites the state to inject
-      if (NextEvent(p, *s, data)) return nv::kSuccess;
+      if (NextEvent(p, *s, data)) break;
+      until = NextDue(p, *s, end);
     }
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= end) return nv::kErrorTimeout;
-    std::this_thread::sleep_for(
-        std::min<std::chrono::steady_clock::duration>(end - now, std::chrono::milliseconds(25)));
+    rc = nv::kErrorTimeout;
+    if (std::chrono::steady_clock::now() >= end) break;
+    SleepUntilChange(watch, until);
   }
+  if (watch >= 0) close(watch);
+  return rc;
 }
 
 #endif  // FAKE_NVML_LEGACY
