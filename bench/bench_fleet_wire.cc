@@ -87,6 +87,24 @@ void BM_DecodeBatch(benchmark::State& state) {
 }
 BENCHMARK(BM_DecodeBatch)->Arg(1)->Arg(24);
 
+// As a consumer decodes: every message into the same Envelope (DecodeInto), its storage
+// reused. Two different batches alternate so no message finds its own shape waiting.
+void BM_DecodeIntoReused(benchmark::State& state) {
+  const auto ticks = static_cast<int>(state.range(0));
+  const std::string a = Encode(NodeBatch(7, ticks, 1)), b = Encode(NodeBatch(8, ticks + 1, 1000));
+  Envelope e;
+  size_t items = 0;
+  bool flip = false;
+  for (auto _ : state) {
+    if (!DecodeInto(flip ? a : b, e).ok()) state.SkipWithError("decode failed");
+    items += e.observations.size();
+    flip = !flip;
+    benchmark::DoNotOptimize(e);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(items));
+}
+BENCHMARK(BM_DecodeIntoReused)->Arg(1)->Arg(24);
+
 // One publish of an agent's change-only store (every 1-5 s): the job's step time and
 // throughput (attrs job/rank/step/time_source/unit, text, raw), then per-GPU readings that
 // changed (clock, power, temperature, throttle mask; GPUs named by index with uuid/bdf

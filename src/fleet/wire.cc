@@ -265,6 +265,17 @@ inline const char* NextSpecial(const char* p, const char* end) {
   return p;
 }
 
+// Exact, unlike NextSpecial's mask: the top bit of each byte of the result is set when
+// that byte of `w` is below 0x20 or a backslash, and only then (no borrow or carry crosses
+// a byte: each sum stays within its byte), so every special byte of a word can be taken.
+inline uint64_t SpecialMask(uint64_t w) {
+  constexpr uint64_t kOnes = 0x0101010101010101ULL, kLow7 = 0x7f7f7f7f7f7f7f7fULL, kHigh = 0x8080808080808080ULL;
+  const uint64_t at_least_20 = ((w & kLow7) + kOnes * 0x60) | w;  // top bit: byte >= 0x20
+  const uint64_t x = w ^ (kOnes * '\\');
+  const uint64_t not_backslash = ((x & kLow7) + kLow7) | x;  // top bit: byte != '\\'
+  return ~(at_least_20 & not_backslash) & kHigh;
+}
+
 template <typename T>
 bool ParseNumber(std::string_view s, T& out) {
   if (s.empty()) return false;
@@ -294,11 +305,38 @@ bool OverLimit(LineError& err, const char* what) {
   return false;
 }
 
-// One pass over a map field: pieces end at the key or entry separator.
-bool ParseMap(std::string_view s, size_t max_field, std::map<std::string, std::string>& out, LineError& err) {
-  out.clear();
+using StringMap = std::map<std::string, std::string>;
+
+// Map nodes taken from the maps an envelope held before and given to the ones it decodes
+// next: decoding into a reused Envelope (DecodeInto) then allocates no map node and, as
+// the strings keep their capacity, seldom a string.
+class NodePool {
+ public:
+  void Take(StringMap& m) {
+    while (!m.empty()) nodes_.push_back(m.extract(m.begin()));
+  }
+  StringMap::node_type Get() {
+    if (nodes_.empty()) {
+      StringMap one;
+      one.emplace();
+      return one.extract(one.begin());
+    }
+    StringMap::node_type n = std::move(nodes_.back());
+    nodes_.pop_back();
+    return n;
+  }
+  void Put(StringMap::node_type n) { nodes_.push_back(std::move(n)); }
+
+ private:
+  std::vector<StringMap::node_type> nodes_;
+};
+
+// One pass over a map field: pieces end at the key or entry separator. Entries are
+// written in key order, so each goes in at the end; a repeated key keeps the first value.
+bool ParseMap(std::string_view s, size_t max_field, StringMap& out, NodePool& pool, LineError& err) {
+  pool.Take(out);
   if (s.empty()) return true;
-  std::string key, value;
+  StringMap::node_type entry = pool.Get();
   bool have_key = false, plain = true;
   const char* start = s.data();
   const char* const end = s.data() + s.size();
@@ -310,20 +348,29 @@ bool ParseMap(std::string_view s, size_t max_field, std::map<std::string, std::s
     }
     const std::string_view piece(start, static_cast<size_t>(p - start));
     const bool key_end = p < end && *p == kKeySep;
-    if (key_end == have_key) return Corrupt(err, "malformed map entry");
-    std::string& into = key_end ? key : value;
-    if (!Unescape(piece, plain, into)) return Corrupt(err, "malformed map entry");
-    if (into.size() > max_field) return OverLimit(err, "map entry");
+    if (key_end == have_key) {
+      pool.Put(std::move(entry));
+      return Corrupt(err, "malformed map entry");
+    }
+    std::string& into = key_end ? entry.key() : entry.mapped();
+    const bool unescaped = Unescape(piece, plain, into);
+    if (!unescaped || into.size() > max_field) {
+      pool.Put(std::move(entry));
+      return unescaped ? OverLimit(err, "map entry") : Corrupt(err, "malformed map entry");
+    }
     if (key_end) {
       have_key = true;
     } else {
       // Entries come in key order: appending at the end is the common case.
-      out.emplace_hint(out.end(), std::move(key), std::move(value));
-      key.clear();
-      value.clear();
+      out.insert(out.end(), std::move(entry));
+      if (!entry.empty()) pool.Put(std::move(entry));  // a repeated key: the first one stays
+      entry = p == end ? StringMap::node_type() : pool.Get();
       have_key = false;
     }
-    if (p == end) return true;
+    if (p == end) {
+      if (!entry.empty()) pool.Put(std::move(entry));
+      return true;
+    }
     start = ++p;
     plain = true;
   }
@@ -385,24 +432,30 @@ class LineParser {
     n_ = 0;
     const char* const begin = rest.data();
     const char* const end = begin + rest.size();
-    const char* start = begin;
-    bool plain = true;
-    for (const char* p = NextSpecial(begin, end); p < end; p = NextSpecial(p + 1, end)) {
-      if (*p != '\t' && *p != '\n') {
-        plain = false;
-        continue;
+    start_ = begin;
+    plain_now_ = true;
+    // Eight bytes at a time, every special byte of the word taken from its exact mask (a
+    // line's fields are short: a tab every few bytes, so taking them word by word beats
+    // restarting the scan after each).
+    for (const char* p = begin; p < end;) {
+      const size_t width = std::min<size_t>(8, static_cast<size_t>(end - p));
+      uint64_t mask = 0;
+      if constexpr (std::endian::native == std::endian::little) {
+        if (width == 8) {
+          uint64_t w;
+          std::memcpy(&w, p, sizeof w);
+          mask = SpecialMask(w);
+        } else {
+          mask = SlowMask(p, width);
+        }
+      } else {
+        mask = SlowMask(p, width);
       }
-      if (n_ < kFieldCount) {
-        f_[n_] = std::string_view(start, static_cast<size_t>(p - start));
-        plain_[n_] = plain;
+      for (; mask != 0; mask &= mask - 1) {
+        const char* q = p + std::countr_zero(mask) / 8;
+        if (Special(q, begin, line_bytes)) return true;
       }
-      ++n_;  // counts on past kFieldCount so Parse can tell too many from too few
-      if (*p == '\n') {
-        line_bytes = static_cast<size_t>(p - begin);
-        return true;
-      }
-      start = p + 1;
-      plain = true;
+      p += width;
     }
     return false;
   }
@@ -418,14 +471,14 @@ class LineParser {
     if (!layer_.Find(f_[kLayer], o.layer)) return Corrupt(err, "unknown layer");
     if (!type_.Find(f_[kCompType], o.component.type)) return Corrupt(err, "unknown component type");
     if (!Str(kCompName, o.component.name, "component name", err)) return false;
-    if (!ParseMap(f_[kCompKeys], max_field_, o.component.keys, err)) return false;
+    if (!ParseMap(f_[kCompKeys], max_field_, o.component.keys, pool_, err)) return false;
     if (!kind_.Find(f_[kKind], o.kind)) return Corrupt(err, "unknown kind");
     if (!ParseOptional(f_[kValue], o.value)) return Corrupt(err, "bad value");
     if (!ParseOptional(f_[kCode], o.code)) return Corrupt(err, "bad code");
     if (!Str(kText, o.text, "text", err)) return false;
     if (!source_.Find(f_[kSource], o.source)) return Corrupt(err, "unknown source");
     if (!Str(kRaw, o.raw, "raw", err)) return false;
-    if (!ParseMap(f_[kAttrs], max_field_, o.attrs, err)) return false;
+    if (!ParseMap(f_[kAttrs], max_field_, o.attrs, pool_, err)) return false;
     if (!ParseNumber(f_[kCount], o.count)) return Corrupt(err, "bad count");
     return true;
   }
@@ -435,14 +488,48 @@ class LineParser {
     return ParseString(f_[field], plain_[field], max_field_, out, name, err);
   }
 
+  // Bit 8i+7 set for each of the `width` bytes at p that is not plain (byte order of the
+  // word masks).
+  static uint64_t SlowMask(const char* p, size_t width) {
+    uint64_t mask = 0;
+    for (size_t i = 0; i < width; ++i) {
+      if (!PlainByte(p[i])) mask |= uint64_t{0x80} << (8 * i);
+    }
+    return mask;
+  }
+
+  // One special byte of the line at q: a field ends (tab), the line ends (newline: true,
+  // with its length), or the field is not plain (an escape or a control byte).
+  bool Special(const char* q, const char* begin, size_t& line_bytes) {
+    if (*q != '\t' && *q != '\n') {
+      plain_now_ = false;
+      return false;
+    }
+    if (n_ < kFieldCount) {
+      f_[n_] = std::string_view(start_, static_cast<size_t>(q - start_));
+      plain_[n_] = plain_now_;
+    }
+    ++n_;  // counts on past kFieldCount so Parse can tell too many from too few
+    if (*q == '\n') {
+      line_bytes = static_cast<size_t>(q - begin);
+      return true;
+    }
+    start_ = q + 1;
+    plain_now_ = true;
+    return false;
+  }
+
   size_t max_field_;
   std::array<std::string_view, kFieldCount> f_;
   std::array<bool, kFieldCount> plain_{};
   size_t n_ = 0;
+  const char* start_ = nullptr;  // Split: where the current field began
+  bool plain_now_ = true;        // Split: the current field has no special byte so far
   EnumCache<Layer> layer_{LayerNames()};
   EnumCache<ComponentType> type_{TypeNames()};
   EnumCache<ObsKind> kind_{KindNames()};
   EnumCache<Source> source_{SourceNames()};
+  NodePool pool_;
 };
 
 // ---- header ----
@@ -708,6 +795,8 @@ Status ReadObservations(std::string_view body, uint64_t n, const WireLimits& lim
   if (body.size() < n * kFieldCount) {
     return Status(StatusCode::kCorrupt, "fleet wire: truncated: " + std::to_string(n) + " observations announced");
   }
+  // resize keeps the observations a reused envelope held: Parse overwrites every field,
+  // reusing their strings' and maps' storage.
   e.observations.resize(n);
   e.observation_ids.resize(n);
   LineError err;
@@ -828,8 +917,8 @@ void from_json(const Json& j, FleetDiagnosis& v) {
   v.cause = j.value("cause", std::string());
   v.component = j.value("component", std::string());
   v.confidence = j.value("confidence", 0.0);
-  v.first_ns = j.value("first_ns", int64_t{0});
-  v.last_ns = j.value("last_ns", int64_t{0});
+  if (auto it = j.find("first_ns"); it != j.end()) v.first_ns = JsonInt<int64_t>(*it);
+  if (auto it = j.find("last_ns"); it != j.end()) v.last_ns = JsonInt<int64_t>(*it);
   v.nodes = j.value("nodes", std::vector<std::string>());
   v.linked = j.value("linked", std::vector<std::string>());
   v.job = j.value("job", std::string());
@@ -896,13 +985,24 @@ std::string Encode(const Envelope& e) {
 }
 
 Result<Envelope> Decode(std::string_view bytes, const WireLimits& limits) {
+  Envelope e;
+  if (Status s = DecodeInto(bytes, e, limits); !s.ok()) return s;
+  return e;
+}
+
+Status DecodeInto(std::string_view bytes, Envelope& e, const WireLimits& limits) {
   if (bytes.size() > limits.max_message_bytes) {
     return Status(StatusCode::kInvalidArgument,
                   "fleet wire: message of " + std::to_string(bytes.size()) + " bytes over the limit");
   }
   const size_t nl = bytes.find('\n');
   if (nl == std::string_view::npos) return Status(StatusCode::kCorrupt, "fleet wire: no header line");
-  Envelope e;
+  // What the header and body do not set must not survive from an earlier message.
+  e.row_id = 0;
+  e.finding.reset();
+  e.diagnosis.reset();
+  e.action.reset();
+  e.fleet.reset();
   uint64_t n = 0;
   HeaderFields fields;
   if (FastHeaderReader(bytes.substr(0, nl), limits.max_field_bytes).Read(fields) && fields.n >= 0) {
@@ -913,9 +1013,12 @@ Result<Envelope> Decode(std::string_view bytes, const WireLimits& limits) {
     if (Status s = ReadHeader(*header, limits, e, n); !s.ok()) return s;
   }
   const std::string_view body = bytes.substr(nl + 1);
-  Status s = e.kind == RecordKind::kObservations ? ReadObservations(body, n, limits, e) : ReadRecord(body, limits, e);
-  if (!s.ok()) return s;
-  return e;
+  if (e.kind != RecordKind::kObservations) {
+    e.observations.clear();
+    e.observation_ids.clear();
+    return ReadRecord(body, limits, e);
+  }
+  return ReadObservations(body, n, limits, e);
 }
 
 }  // namespace faultline::fleet

@@ -110,6 +110,11 @@ std::string MakeMsgId(std::string_view node, RecordKind kind, int64_t first_row_
 // Decode rejects.
 std::string Encode(const Envelope& e);
 Result<Envelope> Decode(std::string_view bytes, const WireLimits& limits = {});
+// The same into `e`, reusing the storage it holds from an earlier decode (its observations'
+// strings, their maps' nodes, the vectors), so a consumer decoding message after message
+// into one Envelope seldom allocates. On success `e` equals what Decode returns; on an
+// error it holds an unspecified part of the message (decode the next one into it again).
+Status DecodeInto(std::string_view bytes, Envelope& e, const WireLimits& limits = {});
 
 // Bytes one observation takes in an encoded batch (its line, with the newline), so a
 // publisher can cut batches under WireLimits::max_message_bytes without encoding twice.

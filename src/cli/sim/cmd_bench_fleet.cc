@@ -36,6 +36,8 @@ struct BenchFleetArgs {
   double duration = 900;
   std::string nats;         // URL(s), or "local": start a nats-server on loopback
   bool nats_no_kv = false;  // consume acking at once, without the KV snapshots
+  size_t nats_pack_bytes = 64 << 10;  // the agents' envelopes packed up to this (0: as the agents batch them)
+  double nats_pack_hold = -1;         // scenario seconds an agent may hold rows; < 0: 1 s at the target rate
   bool json = false;
 };
 
@@ -206,6 +208,13 @@ int RunBenchFleet(const BenchFleetArgs& a) {
     po.urls = url;
     po.stream = "FAULTLINE_BENCH";
     po.subjects = {"faultline." + sc.topology.site + ".>"};
+    // A fleet producing the target rate fills each agent's store that much faster than this
+    // one does, and the agents' 1 s hold then spans this many seconds of this fleet's time.
+    constexpr double kTargetObsPerS = 1e6;
+    const double natural = static_cast<double>(tm.observations) / std::max(1.0, sc.duration_s);
+    const double hold_s = a.nats_pack_hold >= 0 ? a.nats_pack_hold : kTargetObsPerS / std::max(1.0, natural);
+    po.pack.max_bytes = a.nats_pack_bytes;
+    po.pack.max_hold_ns = static_cast<int64_t>(hold_s * 1e9);
     auto pub = sim::PublishFleetScenario(sc, po);
     if (!pub.ok()) {
       std::cerr << "bench fleet: publish: " << pub.status().ToString() << "\n";
@@ -225,6 +234,11 @@ int RunBenchFleet(const BenchFleetArgs& a) {
     j["nats"] = {
         {"url", local ? "local nats-server (file store in /dev/shm)" : url},
         {"published", pub->messages},
+        {"agent_envelopes", pub->agent_envelopes},
+        {"pack_bytes", a.nats_pack_bytes},
+        {"pack_hold_s", hold_s},
+        {"observations_per_message",
+         pub->messages > 0 ? static_cast<double>(pub->observations) / static_cast<double>(pub->messages) : 0},
         {"publish_failed", pub->failed},
         {"publish_duplicates", pub->duplicates},
         {"publish_s", pub->publish_s},
@@ -233,6 +247,9 @@ int RunBenchFleet(const BenchFleetArgs& a) {
         {"publish_mib_per_s", pub->publish_s > 0 ? static_cast<double>(pub->bytes) / pub->publish_s / (1 << 20) : 0},
         {"consumed", con->messages},
         {"consumed_observations", con->observations},
+        {"analyzer_observations", con->analyzer.observations},
+        {"analyzer_duplicates", con->analyzer.duplicates},
+        {"analyzer_refused", con->analyzer.refused},
         {"malformed", con->malformed},
         {"consume_wall_s", con->wall_s},
         {"consume_cpu_s", con->cpu_s},
@@ -300,7 +317,10 @@ int RunBenchFleet(const BenchFleetArgs& a) {
   if (j.contains("nats")) {
     const Json& n = j["nats"];
     std::cout << "NATS (" << n["url"].get<std::string>() << "): published " << n["published"].get<uint64_t>()
-              << " messages at " << Fixed(n["publish_observations_per_s"].get<double>() / 1e6, 2) << " M obs/s ("
+              << " messages (" << Fixed(n["observations_per_message"].get<double>(), 1)
+              << " obs each: the agents' envelopes packed up to " << n["pack_bytes"].get<size_t>()
+              << " bytes, held up to " << Fixed(n["pack_hold_s"].get<double>(), 0) << " scenario s) at "
+              << Fixed(n["publish_observations_per_s"].get<double>() / 1e6, 2) << " M obs/s ("
               << Fixed(n["publish_mib_per_s"].get<double>(), 0) << " MiB/s), " << n["publish_failed"].get<uint64_t>()
               << " failed; consumed " << n["consumed"].get<uint64_t>() << " into the analyzer at "
               << Fixed(n["consume_observations_per_s"].get<double>() / 1e6, 2) << " M obs/s (fetch "
@@ -330,6 +350,13 @@ void AddBenchFleetCommand(CliApp& app) {
                   "loopback");
   cmd->add_flag("--nats-no-kv", args->nats_no_kv,
                 "With --nats: consume without the KV snapshots (each message acked once ingested)");
+  cmd->add_option("--nats-pack-bytes", args->nats_pack_bytes,
+                  "With --nats: pack each node's consecutive observation batches into messages of up to this many "
+                  "bytes (default 65536; 0 = one message per agent batch)")
+      ->check(CLI::Range(size_t{0}, size_t{1} << 20));
+  cmd->add_option("--nats-pack-hold", args->nats_pack_hold,
+                  "With --nats: scenario seconds an agent may hold rows for packing (default: its 1 s hold in a "
+                  "fleet producing 1 M observations/s, i.e. 1e6 / this fleet's observations per second)");
   cmd->add_flag("--json", args->json, "The figures as JSON");
   cmd->callback([&app, args] { app.exit_code = RunBenchFleet(*args); });
 }

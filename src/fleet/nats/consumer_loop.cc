@@ -142,23 +142,24 @@ void FleetLoop::Handle(JsMessage& m) {
     return;
   }
   const auto t0 = Steady::now();
-  Result<Envelope> env = Decode(m.data(), options_.limits);
+  // Into the envelope the previous message was decoded into: its storage is reused.
+  const Status decoded = DecodeInto(m.data(), scratch_, options_.limits);
   const auto t1 = Steady::now();
   stats_.decode_s += Seconds(t0, t1);
-  if (!env.ok()) {
+  if (!decoded.ok()) {
     // The analyzer counts it too (its refused); the decode fails again, as cheaply.
     (void)analyzer_.IngestMessage(m.data(), options_.limits);
     // It can never succeed: no redelivery, count it and go on.
-    ++(env.status().code() == StatusCode::kInvalidArgument ? stats_.oversized : stats_.malformed);
+    ++(decoded.code() == StatusCode::kInvalidArgument ? stats_.oversized : stats_.malformed);
     (void)m.Term();
     return;
   }
-  analyzer_.Ingest(*env);
+  analyzer_.Ingest(scratch_);
   const auto t2 = Steady::now();
   stats_.ingest_s += Seconds(t1, t2);
   ++stats_.ingested;
-  stats_.observations += env->observations.size();
-  stats_.newest_sent_ns = std::max(stats_.newest_sent_ns, env->sent_ns);
+  stats_.observations += scratch_.observations.size();
+  stats_.newest_sent_ns = std::max(stats_.newest_sent_ns, scratch_.sent_ns);
   if (kv_) {
     deferred_acks_.Add(m.ack_subject());
   } else {

@@ -3,7 +3,8 @@
 //
 // Start() ensures the stream, binds the durable pull consumer (every process that binds
 // the same durable shares its messages), binds the KV bucket and restores this
-// instance's last snapshot. Each Step() fetches a batch and feeds the analyzer; a
+// instance's last snapshot. Each Step() fetches a batch and feeds the analyzer (each
+// message decoded into one reused Envelope, fleet::DecodeInto, so it seldom allocates); a
 // message that does not decode (malformed, over WireLimits) is Term'ed and counted, never
 // fatal; fleet diagnoses already on the stream (subjects ending ".fleet") are acked and
 // skipped. On its tick, Evaluate runs and each new or changed fleet diagnosis is published
@@ -120,6 +121,7 @@ class FleetLoop {
   DeferredAcks deferred_acks_;
   size_t max_deferred_acks_ = 0;        // options_.max_deferred_acks within the durable's limit
   std::vector<FleetDiagnosis> outbox_;  // evaluated, not yet acked by the stream
+  Envelope scratch_;                    // every message is decoded into it (DecodeInto)
   uint64_t generation_ = 0;
   size_t generation_chunks_ = 0;
   int64_t last_evaluate_mono_ = 0;

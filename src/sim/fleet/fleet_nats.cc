@@ -94,20 +94,29 @@ Result<FleetNatsPublishStats> PublishFleetScenario(const FleetScenario& sc, cons
   FleetSim sim(sc);
   const double duration = o.duration_s.value_or(sc.duration_s);
   const double step = sc.agent.evaluate_s;
-  std::vector<fleet::Envelope> envs;
+  std::vector<fleet::Envelope> envs, packed;
+  EnvelopePacker packer(o.pack);
   std::vector<nats::OutMessage> batch;
   const auto wall0 = SteadyClock::now();
   const auto steps = static_cast<int64_t>(std::ceil(duration / step - 1e-9));
   for (int64_t k = 1; k <= steps; ++k) {
     const double t = std::min(duration, static_cast<double>(k) * step);
     envs.clear();
+    packed.clear();
     sim.AdvanceTo(t, envs);
     if (k == steps) sim.Flush(envs);
+    stats.agent_envelopes += envs.size();
+    for (fleet::Envelope& e : envs) packer.Add(std::move(e), packed);
+    if (k == steps) {
+      packer.Flush(packed);
+    } else {
+      packer.FlushDue(sim.TimeNs(t), packed);
+    }
     if (o.speed > 0) {  // the agents publish as their clock runs
       const double due = t / o.speed - Since(wall0);
       if (due > 0) std::this_thread::sleep_for(std::chrono::duration<double>(due));
     }
-    for (const fleet::Envelope& e : envs) {
+    for (const fleet::Envelope& e : packed) {
       batch.push_back({fleet::Subject(e.place, e.kind), fleet::Encode(e), e.msg_id});
       stats.bytes += batch.back().data.size();
       stats.observations += e.observations.size();
@@ -192,6 +201,7 @@ Result<FleetNatsConsumeStats> ConsumeFleetScenario(const FleetScenario& sc, cons
   st.evaluations = ls.evaluations;
   st.snapshots = ls.snapshots;
   st.open_diagnoses = analyzer.Open().size();
+  st.analyzer = analyzer.stats();
   (void)(*conn)->DeleteConsumer(o.stream, o.durable);
   if (!o.kv_bucket.empty()) (void)(*conn)->DeleteStream(kv_stream);
   if (!failed.ok()) return failed;

@@ -3,8 +3,11 @@
 // stream into a fleet analyzer the way `faultline fleet` does, for `bench fleet --nats`.
 // (The bench's throwaway local nats-server is sim/fleet/nats_server.h.)
 //
-// Publishing: one message per envelope, subject fleet::Subject, JetStream message id the
-// envelope's msg_id (a re-run inside the stream's duplicate window is stored once), in
+// Publishing: a node's consecutive observation envelopes packed into one message up to
+// `pack` (sim/fleet/envelope_packer.h: a size bound and a hold time on the agents' clock;
+// the default hold, 1 s, joins nothing at the agents' real 5 s batches), one message per
+// envelope, subject fleet::Subject, JetStream message id the envelope's msg_id (packing
+// is deterministic, so a re-run inside the stream's duplicate window is stored once), in
 // batches of async publishes (Connection::PublishBatch), optionally paced to the scenario
 // clock (`speed` scenario seconds per wall second; 0 = as fast as acks come back).
 //
@@ -25,6 +28,7 @@
 
 #include "core/status.h"
 #include "fleet/analyzer.h"
+#include "sim/fleet/envelope_packer.h"
 #include "sim/fleet/fleet_scenario.h"
 
 namespace faultline::sim {
@@ -41,6 +45,7 @@ struct FleetNatsPublishOptions {
   // Messages per PublishBatch; all of them in flight at once (the connection's async
   // publish window is sized to it), acks awaited at the end of each.
   size_t batch = 8192;
+  EnvelopePackOptions pack;
 };
 
 struct FleetNatsPublishStats {
@@ -49,7 +54,8 @@ struct FleetNatsPublishStats {
   uint64_t bytes = 0;
   uint64_t duplicates = 0;
   uint64_t failed = 0;
-  double publish_s = 0;  // wall time inside PublishBatch
+  uint64_t agent_envelopes = 0;  // what the simulated agents sent before packing
+  double publish_s = 0;          // wall time inside PublishBatch
   std::string first_error;
 };
 
@@ -77,8 +83,9 @@ struct FleetNatsConsumeStats {
   uint64_t messages = 0;  // agents' messages taken (ingested or refused)
   uint64_t observations = 0;
   uint64_t malformed = 0;
-  double wall_s = 0;  // first fetch to the last ack (the final checkpoint's included)
-  double cpu_s = 0;   // this thread's CPU over the same span
+  fleet::IngestStats analyzer;  // what the analyzer took (observations), dropped (duplicates), refused
+  double wall_s = 0;            // first fetch to the last ack (the final checkpoint's included)
+  double cpu_s = 0;             // this thread's CPU over the same span
   // The loop's stage timers (FleetLoopStats); snapshot_s = Snapshot + KV writes.
   double fetch_s = 0, decode_s = 0, ingest_s = 0, ack_s = 0, evaluate_s = 0, snapshot_s = 0;
   size_t evaluations = 0;
