@@ -119,6 +119,17 @@ TEST(KbMarkdownTest, BinaryAndInvalidUtf8AreSanitized) {
   EXPECT_EQ(SanitizeText(t), t);  // already clean
 }
 
+// A byte-order mark pasted mid-file (two files concatenated) is dropped like the leading
+// one: the section it starts reads clean, and sanitizing is idempotent.
+TEST(KbMarkdownTest, AByteOrderMarkAnywhereIsDropped) {
+  const KbFile f = Parse("\xEF\xBB\xBF## A\none\n## B\n\xEF\xBB\xBFtwo \xEF\xBB\xBF three\n");
+  ASSERT_EQ(f.sections.size(), 2u);
+  EXPECT_EQ(f.sections[0].heading, "A");
+  EXPECT_EQ(f.sections[1].text.find("\xEF\xBB\xBF"), std::string::npos) << f.sections[1].text;
+  EXPECT_NE(f.sections[1].text.find("two  three"), std::string::npos) << f.sections[1].text;
+  for (const auto& sec : f.sections) EXPECT_EQ(SanitizeText(sec.text), sec.text);
+}
+
 TEST(KbMarkdownTest, OversizedFileIsRefused) {
   const std::string big(kMaxFileBytes + 1, 'a');
   auto r = ParseKbMarkdown(big);

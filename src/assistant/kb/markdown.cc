@@ -211,9 +211,14 @@ std::string SanitizeText(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   size_t i = 0;
-  if (text.starts_with("\xEF\xBB\xBF")) i = 3;  // a byte-order mark says nothing
   while (i < text.size()) {
     const size_t n = Utf8SequenceLength(text, i);
+    // A byte-order mark (U+FEFF) says nothing, at the start or pasted in the middle; dropped
+    // everywhere, so a section that begins with one is as clean as the file it came from.
+    if (n == 3 && text.compare(i, 3, "\xEF\xBB\xBF") == 0) {
+      i += 3;
+      continue;
+    }
     if (n == 0) {
       out += '?';
       ++i;
