@@ -98,6 +98,18 @@ TEST_F(LockstepTest, RunsAreReproducible) {
   EXPECT_EQ(a.final_diagnoses.front().severity, Severity::kWarning);  // redundancy held
 }
 
+// Two runs of one scenario changed their primary diagnosis at the same times to the same
+// answers, and were first right at the same time.
+void ExpectSameTimeline(const ScenarioRun& a, const ScenarioRun& b, const std::string& name) {
+  ASSERT_EQ(a.changes.size(), b.changes.size()) << name;
+  for (size_t i = 0; i < a.changes.size(); ++i) {
+    EXPECT_EQ(a.changes[i].t, b.changes[i].t) << name;
+    EXPECT_EQ(a.changes[i].primary.fault_class, b.changes[i].primary.fault_class) << name;
+    EXPECT_EQ(a.changes[i].primary.component.Id(), b.changes[i].primary.component.Id()) << name;
+  }
+  EXPECT_EQ(a.first_correct_s, b.first_correct_s) << name;
+}
+
 TEST_F(LockstepTest, SkippingIdleTicksChangesNothingTheAgentSees) {
   // Every tick visited vs only the ticks with a poll or evaluation due: the same
   // timeline, the same stored observations, the same final answer, for fewer ticks.
@@ -106,13 +118,7 @@ TEST_F(LockstepTest, SkippingIdleTicksChangesNothingTheAgentSees) {
     ScenarioRun all = Run(name, 240);
     options_.skip_idle_ticks = true;
     ScenarioRun skip = Run(name, 240);
-    ASSERT_EQ(all.changes.size(), skip.changes.size()) << name;
-    for (size_t i = 0; i < all.changes.size(); ++i) {
-      EXPECT_EQ(all.changes[i].t, skip.changes[i].t) << name;
-      EXPECT_EQ(all.changes[i].primary.fault_class, skip.changes[i].primary.fault_class) << name;
-      EXPECT_EQ(all.changes[i].primary.component.Id(), skip.changes[i].primary.component.Id()) << name;
-    }
-    EXPECT_EQ(all.first_correct_s, skip.first_correct_s) << name;
+    ExpectSameTimeline(all, skip, name);
     EXPECT_EQ(all.agent.observations_inserted, skip.agent.observations_inserted) << name;
     EXPECT_EQ(all.agent.evaluations, skip.agent.evaluations) << name;
     EXPECT_EQ(all.final_correct_class, skip.final_correct_class) << name;
@@ -141,13 +147,7 @@ TEST_F(LockstepTest, SnapshotsRebuiltOnlyWhenReadChangeNothingTheAgentSees) {
     ScenarioRun every = Run(name, 240);
     options_.publish_when_read = true;
     ScenarioRun lazy = Run(name, 240);
-    ASSERT_EQ(every.changes.size(), lazy.changes.size()) << name;
-    for (size_t i = 0; i < every.changes.size(); ++i) {
-      EXPECT_EQ(every.changes[i].t, lazy.changes[i].t) << name;
-      EXPECT_EQ(every.changes[i].primary.fault_class, lazy.changes[i].primary.fault_class) << name;
-      EXPECT_EQ(every.changes[i].primary.component.Id(), lazy.changes[i].primary.component.Id()) << name;
-    }
-    EXPECT_EQ(every.first_correct_s, lazy.first_correct_s) << name;
+    ExpectSameTimeline(every, lazy, name);
     EXPECT_EQ(every.agent.observations_inserted, lazy.agent.observations_inserted) << name;
     EXPECT_EQ(every.agent.observations_duplicate, lazy.agent.observations_duplicate) << name;
     EXPECT_EQ(every.node.sel_entries, lazy.node.sel_entries) << name;

@@ -33,6 +33,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -410,6 +411,38 @@ double Percentile(std::vector<double> v, double p) {
   return v[std::min(i, v.size() - 1)];
 }
 
+// GPU losses: NVML's own signal, with no kernel line (the node's kmsg is not this agent's),
+// one GPU at a time, each timed from the node publishing the lost state to the committed
+// evaluation.
+struct LossTimes {
+  std::vector<double> ms;
+  int missed = 0;
+};
+
+LossTimes LoseGpus(NodeProcess& node, EvaluationLog& evaluations, int gpus) {
+  LossTimes out;
+  for (int g = 0; g < gpus; ++g) {
+    if (!AppendLine(node.control, "lose " + std::to_string(g) + "\n")) break;
+    const std::string reply = ReadLine(node.events, 10'000);
+    long long published = 0;
+    int gpu = -1;
+    bool diagnosis = false;
+    std::optional<int64_t> done;
+    if (std::sscanf(reply.c_str(), "lost %d %lld", &gpu, &published) == 2 && gpu == g) {
+      done = evaluations.WaitStoredAfter(published, std::chrono::seconds(10), diagnosis);
+    }
+    if (!done) {
+      ++out.missed;
+      continue;
+    }
+    out.ms.push_back(static_cast<double>(*done - published) / 1e6);
+    // Past the NVML source's one-early-poll-a-second bound, so each loss meets a quiet
+    // source (losses closer together are read by the early poll of the first).
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100 + (g * 37) % 200));
+  }
+  return out;
+}
+
 daemon::AgentConfig BenchConfig(const std::string& dir, const std::string& kmsg, const NodePaths* node,
                                 const std::string& nvml_lib, const RestArgs& a) {
   daemon::AgentConfig c;  // default intervals, as deployed, unless asked otherwise
@@ -572,31 +605,7 @@ int RunRest(const RestArgs& a) {
   }
   ::close(kmsg_fd);
 
-  // GPU losses: NVML's own signal, with no kernel line (the node's kmsg is not this
-  // agent's), one GPU at a time, each timed from the node publishing the lost state.
-  std::vector<double> lost_ms;
-  int lost_missed = 0;
-  for (int g = 0; node && g < a.gpus_lost; ++g) {
-    const std::string command = "lose " + std::to_string(g) + "\n";
-    if (!AppendLine(node_proc.control, command)) break;
-    const std::string reply = ReadLine(node_proc.events, 10'000);
-    long long published = 0;
-    int gpu = -1;
-    if (std::sscanf(reply.c_str(), "lost %d %lld", &gpu, &published) != 2 || gpu != g) {
-      ++lost_missed;
-      continue;
-    }
-    bool diagnosis = false;
-    auto done = evaluations.WaitStoredAfter(published, std::chrono::seconds(10), diagnosis);
-    if (!done) {
-      ++lost_missed;
-      continue;
-    }
-    lost_ms.push_back(static_cast<double>(*done - published) / 1e6);
-    // Past the NVML source's one-early-poll-a-second bound, so each loss meets a quiet
-    // source (losses closer together are read by the early poll of the first).
-    std::this_thread::sleep_for(std::chrono::milliseconds(1100 + (g * 37) % 200));
-  }
+  const LossTimes lost = node ? LoseGpus(node_proc, evaluations, a.gpus_lost) : LossTimes{};
   const Status stopped = (*agent)->Stop();
   node_proc.Stop();
 
@@ -662,10 +671,10 @@ int RunRest(const RestArgs& a) {
     std::printf(
         "gpu_lost_to_diagnosis_ms: losses %d, measured %zu, missed %d, median %.2f, p99 %.2f, max %.2f "
         "(NVML state published by the node to the committed evaluation)\n",
-        a.gpus_lost, lost_ms.size(), lost_missed, Percentile(lost_ms, 0.5), Percentile(lost_ms, 0.99),
-        lost_ms.empty() ? 0.0 : *std::max_element(lost_ms.begin(), lost_ms.end()));
+        a.gpus_lost, lost.ms.size(), lost.missed, Percentile(lost.ms, 0.5), Percentile(lost.ms, 0.99),
+        lost.ms.empty() ? 0.0 : *std::max_element(lost.ms.begin(), lost.ms.end()));
     std::string each;
-    for (double ms : lost_ms) each += (each.empty() ? "" : " ") + std::to_string(static_cast<int>(ms + 0.5));
+    for (double ms : lost.ms) each += (each.empty() ? "" : " ") + std::to_string(static_cast<int>(ms + 0.5));
     std::printf("gpu_lost_to_diagnosis_ms_each: %s\n", each.c_str());
   }
   if (a.keep) std::printf("files kept in %s\n", dir.c_str());
@@ -673,7 +682,7 @@ int RunRest(const RestArgs& a) {
     std::cerr << "faultline bench agent-rest: agent stop: " << stopped.ToString() << "\n";
     return kExitFailure;
   }
-  return missed + lost_missed > 0 ? kExitFailure : kExitOk;
+  return missed + lost.missed > 0 ? kExitFailure : kExitOk;
 }
 
 }  // namespace
