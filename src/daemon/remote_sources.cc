@@ -336,7 +336,10 @@ class RedfishSource final : public AgentSource {
   void Shutdown() override {
     // The stream first: it must not reconnect with the token the logout deletes.
     events_follower_.Stop();
-    if (logged_in_) client_.Logout();
+    // Whatever logged_in_ says: a sweep the stop cancelled reads like an expired session
+    // (no resource, errors) and cleared it, leaving the BMC's session slot taken. Logout
+    // is a no-op without a session and best effort against one the BMC already expired.
+    client_.Logout();
     logged_in_ = false;
   }
   void Cancel() override {
@@ -349,9 +352,8 @@ class RedfishSource final : public AgentSource {
   // critical one wakes the evaluation (engine/detect/critical.h), instead of waiting up
   // to one `interval` for the next sweep. Without a stream (events off, or none
   // advertised) this is the interval's sleep, ended early only by Cancel.
-  // Off by default ([redfish] wait_for_events): a stop while the source waits here left the
-  // BMC session open about 1 time in 20 in DaemonRedfishEvents.StreamRunningOnTheAgentsThreadsStopsWithIt
-  // (cause not found yet); with it off a pushed event is handed over at the next sweep.
+  // Off by default ([redfish] wait_for_events); with it off a pushed event is handed over at
+  // the next sweep.
   bool CanWaitForData() const override { return wait_for_events_; }
   void WaitForData(int64_t max_wait_ns) override {
     const auto now = std::chrono::steady_clock::now();
