@@ -38,7 +38,8 @@ function(faultline_sources_missing out)
   set(${out} ${missing} PARENT_SCOPE)
 endfunction()
 
-# faultline_module(NAME SOURCES... DEPS ...): one static library per module folder.
+# faultline_module(NAME SOURCES... DEPS ...): one library per module folder (static unless
+# FAULTLINE_SHARED_MODULES).
 function(faultline_module name)
   cmake_parse_arguments(M "" "" "SOURCES;DEPS" ${ARGN})
   faultline_sources_missing(missing ${M_SOURCES})
@@ -46,7 +47,11 @@ function(faultline_module name)
     message(WARNING "skipping ${name}: sources missing")
     return()
   endif()
-  add_library(${name} STATIC ${M_SOURCES})
+  if(FAULTLINE_SHARED_MODULES)
+    add_library(${name} SHARED ${M_SOURCES})
+  else()
+    add_library(${name} STATIC ${M_SOURCES})
+  endif()
   target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
   target_link_libraries(${name} PUBLIC ${M_DEPS})
 endfunction()

@@ -33,11 +33,23 @@ run_ctest() {
     sed "s|^[[:space:]]*|  $dir: |" >>"$failures"
 }
 
-step() { echo; echo "==== $* ===="; }
+# Each step's header says how much disk is left: three builds share it, and a build that
+# runs out of space fails with a compiler error far from the cause.
+step() { echo; echo "==== $* ($(df -Ph . | awk 'NR==2 {print $4}') free) ===="; }
+
+# Prints the summary for a build that failed and stops: nothing after it can run.
+build_failed() {
+  echo "  $1: build failed (disk: $(df -Ph . | awk 'NR==2 {print $4}') free)" >>"$failures"
+  echo
+  echo "failed:"
+  cat "$failures"
+  echo "faultline: $passed passed, $((failed + 1)) failed"
+  exit 1
+}
 
 step "build ($BUILD)"
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
-  cmake --build "$BUILD" -j "$JOBS" || { echo "0 passed, 1 failed"; exit 1; }
+  cmake --build "$BUILD" -j "$JOBS" || build_failed "$BUILD"
 step "tests ($BUILD)"
 run_ctest "$BUILD"
 
@@ -68,7 +80,7 @@ rm -f "$prod_log" "$prod_log.targets"
 step "build under ASan+UBSan ($ASAN_BUILD)"
 cmake -S . -B "$ASAN_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFAULTLINE_SANITIZE=ON \
   -DFAULTLINE_BUILD_BENCH=OFF >/dev/null &&
-  cmake --build "$ASAN_BUILD" -j "$JOBS" || { echo "$passed passed, $((failed + 1)) failed"; exit 1; }
+  cmake --build "$ASAN_BUILD" -j "$JOBS" || build_failed "$ASAN_BUILD"
 step "tests under ASan+UBSan"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 run_ctest "$ASAN_BUILD"
 
@@ -83,7 +95,7 @@ if CC=clang CXX=clang++ cmake -S . -B "$FUZZ_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=
   passed=$((passed + fp))
   failed=$((failed + ff))
 else
-  echo "  $FUZZ_BUILD: fuzz build failed" >>"$failures"
+  echo "  $FUZZ_BUILD: fuzz build failed (disk: $(df -Ph . | awk 'NR==2 {print $4}') free)" >>"$failures"
   failed=$((failed + 1))
 fi
 

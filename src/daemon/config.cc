@@ -477,7 +477,7 @@ listen = ""                                # "" = off, e.g. "127.0.0.1:9464" (PO
 token_file = ""                            # bearer token file; required for a non-loopback listen
 token_env = ""                             # or the environment variable holding the token
 file = ""                                  # "" = off; report lines appended by jobs
-interval = "1s"
+interval = "5s"                            # how often they are drained (never critical)
 
 [server]                                   # HTTP API, /metrics, dashboard (docs/api.md)
 listen = ""                                # "" = off, e.g. "127.0.0.1:9465"

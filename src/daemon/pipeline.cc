@@ -13,7 +13,8 @@ namespace faultline::daemon {
 namespace {
 
 // A finding is re-stored only when something a reader would act on changed.
-bool SameForStorage(const Finding& a, const Finding& b) {
+template <typename Stored>
+bool SameForStorage(const Stored& a, const Finding& b) {
   return a.last_ns == b.last_ns && a.count == b.count && a.severity == b.severity && a.action == b.action &&
          a.confidence == b.confidence && a.attrs == b.attrs;
 }
@@ -119,7 +120,7 @@ Status Pipeline::WarmStart(int64_t now_ns) {
   rq.limit = 0;
   auto findings = store_.ListFindings(rq);
   if (!findings.ok()) return findings.status();
-  for (const auto& row : findings->rows) stored_findings_[FindingKey(row.value)] = row.value;
+  for (const auto& row : findings->rows) stored_findings_[FindingKey(row.value)] = Remembered(row.value);
   // The newest stored diagnosis whatever its time: a "none" diagnosis has no time span,
   // so a window query would miss it and a restart would store it again.
   auto latest = store_.LatestDiagnosis(node_);
@@ -261,6 +262,7 @@ Result<size_t> Pipeline::StoreFindings() {
   // ordinal) sends that detector's findings to the comparison again.
   std::unordered_map<std::string_view, int> keys_seen;  // views into the caches' keys
   size_t stored = 0;
+  bool compared = false;
   for (DetectorCache& c : caches_) {
     if (c.keys.size() != c.findings.size()) {
       c.keys.clear();
@@ -281,12 +283,37 @@ Result<size_t> Pipeline::StoreFindings() {
       if (it != stored_findings_.end() && SameForStorage(it->second, f)) continue;
       auto id = store_.PutFinding(node_, f);
       if (!id.ok()) return id.status();  // this detector is compared again next time
-      stored_findings_[std::move(key)] = f;
+      stored_findings_[std::move(key)] = Remembered(f);
       ++stored;
     }
     c.stored = true;
+    compared = true;
   }
+  if (compared) ForgetUnreported();
+  stats_.findings_remembered = stored_findings_.size();
   return stored;
+}
+
+Pipeline::StoredFinding Pipeline::Remembered(const Finding& f) {
+  return {.last_ns = f.last_ns,
+          .count = f.count,
+          .severity = f.severity,
+          .action = f.action,
+          .confidence = f.confidence,
+          .attrs = f.attrs};
+}
+
+void Pipeline::ForgetUnreported() {
+  // A finding no detector reports any more (its state aged out or was evicted, or a
+  // stored one from before a restart that the replay did not re-derive) has nothing to
+  // be compared with: kept, the map would grow with every finding the node ever had.
+  std::set<std::string, std::less<>> reported;
+  for (const DetectorCache& c : caches_) {
+    for (size_t j = 0; j < c.keys.size() && j < c.ordinals.size(); ++j) {
+      reported.insert(c.ordinals[j] > 0 ? c.keys[j] + "#" + std::to_string(c.ordinals[j]) : c.keys[j]);
+    }
+  }
+  std::erase_if(stored_findings_, [&reported](const auto& entry) { return !reported.contains(entry.first); });
 }
 
 Result<EvaluateResult> Pipeline::Evaluate(int64_t now_ns) {

@@ -59,6 +59,7 @@ struct PipelineStats {
   uint64_t detector_reuses = 0;                                // times an evaluation reused a detector's last findings
   uint64_t findings_compared = 0;                              // findings compared with their stored version
   uint64_t isolations_skipped = 0;                             // evaluations that reused the isolator's last answer
+  size_t findings_remembered = 0;  // findings whose stored version is kept to compare with (what detectors report)
   std::map<std::string, uint64_t> recomputations_by_detector;  // Findings() calls, by Detector::name()
 };
 
@@ -109,6 +110,8 @@ class Pipeline {
   std::vector<Finding> AllFindings() const;
   // Stores each new or changed finding of the detectors whose findings or keys moved.
   Result<size_t> StoreFindings();
+  // Drops from stored_findings_ every key no cache holds.
+  void ForgetUnreported();
 
   mutable std::mutex mu_;
   Store& store_;
@@ -147,7 +150,21 @@ class Pipeline {
   LastIsolation last_isolation_;
   uint64_t fed_ = 0;                                // observations fed to the detectors (and batches ingested) so far
   std::map<Layer, int64_t> layer_last_seen_ns_;     // which layers had data, and when
-  std::map<std::string, Finding> stored_findings_;  // by FindingKey, as last written
+  // What a stored finding's row says that can change, as last written: enough to tell
+  // news from a repeat (SameForStorage) without keeping a third copy of every finding's
+  // evidence (the detectors' state and the caches hold it already).
+  struct StoredFinding {
+    int64_t last_ns = 0;
+    uint64_t count = 0;
+    Severity severity = Severity::kInfo;
+    Action action = Action::kNone;
+    double confidence = 0;
+    std::map<std::string, std::string> attrs;
+  };
+  // By FindingKey (plus "#ordinal"); only the keys some detector still reports, so it is
+  // bounded by the detectors' own bounded state however long the agent runs.
+  std::map<std::string, StoredFinding> stored_findings_;
+  static StoredFinding Remembered(const Finding& f);
   std::optional<std::string> stored_primary_;       // signature of the last stored primary
   std::unique_ptr<ChangeFilter> filter_;            // null = store every sample
   PipelineStats stats_;

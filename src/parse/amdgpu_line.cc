@@ -97,7 +97,7 @@ bool Ras(std::string_view s, KernelEvent& ev) {
   ev.event = ev_name;
   ev.code = count;
   // "... detected in total in <blk> block": a running total, not news.
-  if (Contains(r, "in total")) ev.severity = "total";
+  if (Contains(r, "in total")) ev.severity = kernel_derived::kRunningTotal;
   return true;
 }
 
@@ -134,7 +134,7 @@ bool BadPages(std::string_view s, KernelEvent& ev) {
   }
   if (StartsWith(s, "Uncorrectable error detected in UMC")) {  // CPU-attached (MCA notifier)
     ev.event = E::kRasUe;
-    ev.detail = "umc";
+    ev.detail = kernel_derived::kUmcBlock;
     ev.code = 1;
     return true;
   }
@@ -191,7 +191,7 @@ bool Ring(std::string_view s, KernelEvent& ev) {
   if (StartsWith(s, "Starting ") && Contains(s, " ring reset")) {
     ev.event = E::kRingReset;
     ev.detail = Trim(s.substr(9, s.find(" ring reset") - 9));
-    ev.severity = "started";
+    ev.severity = kernel_derived::kResetStarted;
     return true;
   }
   if (StartsWith(s, "Ring ") && Contains(s, " reset ")) {
@@ -200,7 +200,9 @@ bool Ring(std::string_view s, KernelEvent& ev) {
     if (sp == npos || sp == 0 || sp > 32) return false;
     ev.event = E::kRingReset;
     ev.detail = r.substr(0, sp);
-    ev.severity = Contains(s, "failed") ? "failed" : Contains(s, "succeeded") ? "succeeded" : "started";
+    ev.severity = Contains(s, "failed")      ? kernel_derived::kResetFailed
+                  : Contains(s, "succeeded") ? kernel_derived::kResetSucceeded
+                                             : kernel_derived::kResetStarted;
     return true;
   }
   if (Contains(s, "page fault") && (StartsWith(s, "[gfxhub") || StartsWith(s, "[mmhub") || Contains(s, "VM fault"))) {
@@ -262,7 +264,7 @@ bool ParseAmdgpuDrm(std::string_view msg, KernelEvent& ev) {
   if (tag == npos || tag > 80) return false;
   std::string_view rest = Trim(msg.substr(tag + 10));
   if (StartsWith(rest, "*ERROR*")) rest = Trim(rest.substr(7));
-  ev.driver = "amdgpu";
+  ev.driver = kernel_derived::kAmdgpuDriver;
   return Classify(StripDecorations(rest), ev);
 }
 

@@ -285,7 +285,7 @@ bool ParseAerVerdict(std::string_view rest, KernelEvent& ev) {
     if ((verdict == "Link Down" || verdict == "Card not present") && !StartsWith(rest, "pciehp: ")) continue;
     if (Contains(rest, verdict)) {
       ev.type = KT::kAerBusError;
-      ev.severity = "Uncorrected (Fatal)";
+      ev.severity = kernel_derived::kAerFatal;
       ev.detail = rest.substr(rest.find(verdict), verdict.size());
       ev.message = rest;
       return true;
@@ -499,7 +499,7 @@ std::string_view WordAround(std::string_view s, size_t pos) {
 std::string_view McaSeverity(std::string_view msg) {
   if (Contains(msg, "Machine Check Exception") || Contains(msg, "Fatal machine check") ||
       Contains(msg, "Uncorrected error")) {
-    return "UE";
+    return kernel_derived::kMcaUncorrected;
   }
   if (size_t bank = msg.find("Bank "); bank != npos) {
     size_t colon = msg.find(": ", bank);
@@ -511,11 +511,11 @@ std::string_view McaSeverity(std::string_view msg) {
       if (p > start && std::from_chars(msg.data() + start, msg.data() + p, status, 16).ec == std::errc()) {
         const bool valid = (status >> 63) & 1u;
         const bool uncorrected = (status >> 61) & 1u;
-        if (valid) return uncorrected ? "UE" : "CE";
+        if (valid) return uncorrected ? kernel_derived::kMcaUncorrected : kernel_derived::kMcaCorrected;
       }
     }
   }
-  if (Contains(msg, "Corrected error")) return "CE";
+  if (Contains(msg, "Corrected error")) return kernel_derived::kMcaCorrected;
   return {};
 }
 

@@ -10,6 +10,7 @@
 // throws or fails on any input.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string_view>
 
@@ -78,6 +79,24 @@ struct KernelEvent {
   int recovery_from = -1;  // XID 154 values
   int recovery_to = -1;
 };
+
+// The values a classifier sets where the line's own words do not fit; every other view of a
+// KernelEvent points into the message. One object each, so that a derived value can be told
+// from the line's text by address (the fuzz target checks every view is one or the other).
+namespace kernel_derived {
+inline constexpr std::string_view kMcaUncorrected = "UE";             // McaSeverity
+inline constexpr std::string_view kMcaCorrected = "CE";               // McaSeverity
+inline constexpr std::string_view kAerFatal = "Uncorrected (Fatal)";  // AER/DPC/pciehp verdicts
+inline constexpr std::string_view kAmdgpuDriver = "amdgpu";           // "[drm:... [amdgpu]]" lines
+inline constexpr std::string_view kUmcBlock = "umc";                  // CPU-attached UMC errors
+inline constexpr std::string_view kRunningTotal = "total";            // amdgpu "... in total ..."
+inline constexpr std::string_view kResetStarted = "started";          // amdgpu ring reset progress
+inline constexpr std::string_view kResetSucceeded = "succeeded";
+inline constexpr std::string_view kResetFailed = "failed";
+inline constexpr std::array<std::string_view, 9> kAll = {kMcaUncorrected, kMcaCorrected,   kAerFatal,
+                                                         kAmdgpuDriver,   kUmcBlock,       kRunningTotal,
+                                                         kResetStarted,   kResetSucceeded, kResetFailed};
+}  // namespace kernel_derived
 
 KernelEvent ClassifyKernelMessage(std::string_view msg);
 

@@ -232,6 +232,46 @@ TEST(DaemonEvaluateCache, AnUnchangedDetectorIsNotAskedAgain) {
   EXPECT_GT(s.findings_compared, compared);
 }
 
+// The pipeline keeps each stored finding's comparable state only while some detector
+// still reports it: a finding from before a restart that nothing re-derives (here: one
+// stored without the observations behind it) is forgotten, so the map cannot grow with
+// every finding the node ever had; what is reported stays, and is not stored again.
+TEST(DaemonEvaluateCache, ForgetsStoredFindingsNoDetectorReports) {
+  auto store = MemoryStore();
+  Finding old;
+  old.layer = Layer::kOs;
+  old.component = ComponentRef{ComponentType::kGpu, "0000:2a:00.0", {{"bdf", "0000:2a:00.0"}}};
+  old.fault_class = FaultClass::kGpuFellOffBus;
+  old.severity = Severity::kCritical;
+  old.first_ns = old.last_ns = kT0;
+  old.key = "stored-before-the-restart";
+  ASSERT_TRUE(store->PutFinding("node7", old).ok());
+
+  Pipeline pipeline(*store, "node7", PipelineOptions{}, nullptr);
+  ASSERT_TRUE(pipeline.WarmStart(kT0 + kSec).ok());
+  ASSERT_TRUE(pipeline.Ingest(Layer::kOs, Batch({Xid(kT0 + kSec, 79, "18", 0, 1)})).ok());
+  auto first = pipeline.Evaluate(kT0 + 2 * kSec);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->findings_stored, 1u);
+  EXPECT_EQ(pipeline.stats().findings_remembered, 1u);  // the XID 79's; not the one nothing reports
+
+  int seq = 2;
+  for (const char* bus : {"3b", "4c", "5d"}) {  // news elsewhere: compared again, the first not stored again
+    const int64_t t = kT0 + seq * kSec;
+    ASSERT_TRUE(pipeline.Ingest(Layer::kOs, Batch({Xid(t, 79, bus, 0, seq++)})).ok());
+    auto r = pipeline.Evaluate(t);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->findings_stored, 1u) << bus;
+  }
+  RecordQuery all;
+  all.node = "node7";
+  auto rows = store->ListFindings(all);
+  ASSERT_TRUE(rows.ok());
+  const size_t reported = pipeline.stats().findings_remembered;
+  EXPECT_EQ(reported, 4u);
+  EXPECT_EQ(rows->rows.size(), 1 + reported) << "each reported finding stored once, plus the old one";
+}
+
 TEST(DaemonEvaluateCache, AnInventoryChangeRecomputesAndRenamesTheGpu) {
   // NVML names the GPU at bus 18: index 4 (an identity reading fills the inventory).
   Observation id = Nvml(kT0 + 2 * kSec, ObsKind::kGpuIdentity, 0, 4);

@@ -14,6 +14,7 @@
 // committed its finding (and the diagnosis row when the primary changed), as the agent's
 // evaluation listener reports it.
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -38,6 +39,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <sqlite3.h>
 
 #include "cli/sim/sim_commands.h"
 #include "core/clock.h"
@@ -254,8 +257,15 @@ double CpuSeconds() {
          static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
+// One point of the rest phase's timeline.
+struct TimelinePoint {
+  double at_s = 0;         // seconds into the rest phase
+  double cpu_percent = 0;  // of one core, since the previous point
+  double pss_mib = 0;
+};
+
 struct Memory {
-  double rss_mib = 0, pss_mib = 0;
+  double rss_mib = 0, pss_mib = 0, anon_mib = 0;
 };
 
 Memory ReadMemory() {
@@ -270,8 +280,21 @@ Memory ReadMemory() {
     if (!(fields >> key >> kb)) continue;
     if (key == "Rss:") m.rss_mib = kb / 1024;
     if (key == "Pss:") m.pss_mib = kb / 1024;
+    if (key == "Anonymous:") m.anon_mib = kb / 1024;
   }
   return m;
+}
+
+// Where the anonymous memory goes: the allocator's blocks in use and the free ones it
+// keeps (all arenas), and SQLite's share of what is in use (its page caches included).
+std::string HeapBreakdown() {
+  const struct mallinfo2 mi = ::mallinfo2();
+  char out[160];
+  std::snprintf(out, sizeof out, "in use %.1f MiB (sqlite %.1f), free but held %.1f MiB, arenas %zu MiB mapped",
+                static_cast<double>(mi.uordblks + mi.hblkhd) / 1048576.0,
+                static_cast<double>(sqlite3_memory_used()) / 1048576.0, static_cast<double>(mi.fordblks) / 1048576.0,
+                (mi.arena + mi.hblkhd) >> 20);
+  return out;
 }
 
 // CPU ticks (utime + stime) per thread name of this process (/proc/self/task/*/stat):
@@ -567,17 +590,31 @@ int RunRest(const RestArgs& a) {
   const auto t0 = std::chrono::steady_clock::now();
   Memory peak = m0;
   // Memory every 10 s: reading smaps_rollup walks every mapping, which is this
-  // process's CPU time too (sampling it every second cost ~0.03 % of a core).
-  for (double left = a.seconds; left > 0; left -= 10) {
-    SleepFor(std::min(10.0, left));
+  // process's CPU time too (sampling it every second cost ~0.03 % of a core). A tenth of
+  // the rest phase at a time, the CPU used and the PSS are kept for the timeline, which
+  // shows whether the agent stays flat or creeps.
+  const double slice_s = std::max(10.0, a.seconds / 10);
+  std::vector<TimelinePoint> timeline;
+  double slice_cpu = cpu0, slice_at = 0;
+  for (double left = a.seconds, elapsed = 0; left > 0; left -= 10) {
+    const double step = std::min(10.0, left);
+    SleepFor(step);
+    elapsed += step;
     const Memory m = ReadMemory();
     peak.rss_mib = std::max(peak.rss_mib, m.rss_mib);
     peak.pss_mib = std::max(peak.pss_mib, m.pss_mib);
+    if (elapsed - slice_at >= slice_s - 1e-6 || left <= 10) {
+      const double cpu = CpuSeconds();
+      timeline.push_back({elapsed, 100.0 * (cpu - slice_cpu) / (elapsed - slice_at), m.pss_mib});
+      slice_cpu = cpu;
+      slice_at = elapsed;
+    }
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double cpu1 = CpuSeconds();
   const auto threads1 = ThreadCpuSeconds();
   const Memory m1 = ReadMemory();
+  const std::string heap = HeapBreakdown();
   const StoreSnapshot st1 = SnapshotStore(config.agent.store_path);
   const daemon::AgentStats s1 = (*agent)->stats();
 
@@ -637,6 +674,10 @@ int RunRest(const RestArgs& a) {
               ::sysconf(_SC_CLK_TCK));
   std::printf("rss_mib: start %.1f end %.1f max %.1f\n", m0.rss_mib, m1.rss_mib, peak.rss_mib);
   std::printf("pss_mib: start %.1f end %.1f max %.1f\n", m0.pss_mib, m1.pss_mib, peak.pss_mib);
+  std::printf("anonymous_mib: start %.1f end %.1f; heap at the end: %s\n", m0.anon_mib, m1.anon_mib, heap.c_str());
+  std::printf("timeline (s at rest: cpu %% of one core since the previous point, pss MiB):");
+  for (const TimelinePoint& p : timeline) std::printf(" %.0f: %.3f%% %.1f;", p.at_s, p.cpu_percent, p.pss_mib);
+  std::printf("\n");
   std::printf("store_rows_per_hour: %.0f (observations %+lld, findings %+lld, diagnoses %+lld)\n",
               static_cast<double>((st1.observations - st0.observations) + (st1.findings - st0.findings) +
                                   (st1.diagnoses - st0.diagnoses)) /
@@ -694,9 +735,9 @@ void AddBenchAgentRestCommand(CliApp& app) {
       "The agent's idle cost and fault-to-diagnosis latency, against a simulated healthy node in real time");
   b->footer(
       "What it runs: the production agent (same code path as `faultline agent`, default intervals: kmsg 1 s,\n"
-      "NVML/sysfs 10 s, Redfish 60 s, evaluation 5 s) against a healthy 8-GPU node simulated in a child\n"
-      "process (fake NVML library, fake sysfs tree, mock BMC over HTTPS on loopback, workload file), reading a\n"
-      "kernel log in /dev/kmsg record form that the bench appends to.\n"
+      "NVML/sysfs 10 s, Redfish 60 s, workload and evaluation 5 s) against a healthy 8-GPU node simulated in\n"
+      "a child process (fake NVML library, fake sysfs tree, mock BMC over HTTPS on loopback, workload file),\n"
+      "reading a kernel log in /dev/kmsg record form that the bench appends to.\n"
       "\n"
       "Phases: --warmup seconds (start, boot log, --kernel-log history), --seconds at rest (nothing written\n"
       "by the bench), then --faults critical kernel lines (XID 79/48/95/119/74/94/64), one at a time, then\n"
@@ -704,6 +745,7 @@ void AddBenchAgentRestCommand(CliApp& app) {
       "\n"
       "Prints (one 'name: value' line each): cpu_percent_of_one_core (getrusage of this process, which is\n"
       "the agent: the node runs in its own), rss_mib and pss_mib (/proc/self/smaps_rollup: start, end, max),\n"
+      "a timeline (CPU and PSS at each tenth of the rest phase, at least 10 s apart: flat or creeping),\n"
       "store_rows_per_hour and store_bytes_per_hour (read-only store snapshots), findings and diagnoses\n"
       "written without new input, evaluations and polls at rest, and fault_to_diagnosis_ms (median, p99,\n"
       "max: from just before write() to the end of the evaluation that committed the fault's finding),\n"
@@ -738,7 +780,7 @@ void AddBenchAgentRestCommand(CliApp& app) {
   b->add_option("--evaluate-interval", args->evaluate_interval_s,
                 "What-if: [agent] evaluate_interval in seconds (default: the agent's, 5 s)");
   b->add_option("--workload-interval", args->workload_interval_s,
-                "What-if: [workload] interval in seconds (default: the agent's, 1 s)");
+                "What-if: [workload] interval in seconds (default: the agent's, 5 s)");
   b->callback([args, &app] { app.exit_code = RunRest(*args); });
 }
 

@@ -62,6 +62,19 @@ struct FakeEventSet {
   std::map<unsigned, unsigned long long> registered;     // NOLINT(runtime/int): GPU index -> mask
   std::set<unsigned> lost_delivered;                     // GPUs whose XID 79 was delivered
   std::set<std::pair<unsigned, size_t>> xids_delivered;  // (GPU, index into xid_events)
+  // The state file's directory, watched from the set's first wait until it is freed:
+  // one inotify descriptor per set, not per wait (a caller waits in short slices, and
+  // making and closing a watch costs the kernel more than the wait itself), and a rewrite
+  // between two waits is still seen by the next. -1: not yet, or inotify cannot.
+  int watch = -1;
+  bool watch_tried = false;
+
+  FakeEventSet() = default;
+  FakeEventSet(const FakeEventSet&) = delete;
+  FakeEventSet& operator=(const FakeEventSet&) = delete;
+  ~FakeEventSet() {
+    if (watch >= 0) close(watch);
+  }
 };
 
 struct FakeProcess {
@@ -557,14 +570,18 @@ FAKE_NVML_EXPORT NvmlReturn nvmlEventSetWait_v2(nv::NvmlEventSet set, nv::NvmlEv
                                                 unsigned int timeout_ms) {
   if (data == nullptr) return nv::kErrorInvalidArgument;
   const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  std::string path;
+  // Watching before the first look: a rewrite between the look and the sleep still wakes it.
+  int watch = -1;
   {
     FakeProcess& p = Process();
     std::lock_guard<std::mutex> lock(p.mu);
-    path = p.path;
+    FakeEventSet* s = FindSet(p, set);
+    if (s != nullptr && timeout_ms > 0 && !s->watch_tried) {
+      s->watch_tried = true;
+      s->watch = WatchDirectory(p.path);
+    }
+    if (s != nullptr) watch = s->watch;
   }
-  // Watching before the first look: a rewrite between the look and the sleep still wakes it.
-  const int watch = timeout_ms > 0 ? WatchDirectory(path) : -1;
   NvmlReturn rc = nv::kErrorTimeout;
   for (;;) {
     auto until = end;
@@ -589,7 +606,6 @@ FAKE_NVML_EXPORT NvmlReturn nvmlEventSetWait_v2(nv::NvmlEventSet set, nv::NvmlEv
     if (std::chrono::steady_clock::now() >= end) break;
     SleepUntilChange(watch, until);
   }
-  if (watch >= 0) close(watch);
   return rc;
 }
 
