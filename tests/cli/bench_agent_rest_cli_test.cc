@@ -53,7 +53,9 @@ TEST_F(CliBenchAgentRest, HelpTeachesWhatItMeasuresAndHow) {
 }
 
 TEST_F(CliBenchAgentRest, AShortRunWithTheSimulatedNodePrintsEveryFigure) {
-  RunResult r = Faultline("bench agent-rest --seconds 2 --warmup 2 --faults 5 --workdir " + dir_);
+  // The workload drained every second (what-if; the default is 5 s) so that the 2 s rest
+  // sees the simulated job's step reports stored.
+  RunResult r = Faultline("bench agent-rest --seconds 2 --warmup 2 --faults 5 --workload-interval 1 --workdir " + dir_);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   for (const char* f : {"cpu_percent_of_one_core", "rss_mib", "pss_mib", "store_rows_per_hour", "store_bytes_per_hour",
                         "findings_written_without_new_input", "evaluations_at_rest", "fault_to_diagnosis_ms"}) {
@@ -65,8 +67,10 @@ TEST_F(CliBenchAgentRest, AShortRunWithTheSimulatedNodePrintsEveryFigure) {
   EXPECT_GT(Start(r.out, "pss_mib"), 1) << r.out;
   EXPECT_LE(Start(r.out, "pss_mib"), Start(r.out, "rss_mib")) << r.out;
   EXPECT_NE(r.out.find("faults 5, measured 5, missed 0"), std::string::npos) << r.out;
-  // The NVML/sysfs/Redfish sources reached the node: the store gained rows.
+  // The workload source reached the node: the store gained rows at rest.
   EXPECT_GT(Field(r.out, "store_rows_per_hour"), 0) << r.out;
+  EXPECT_NE(r.out.find("what-if intervals (evaluate 5.0 s, workload 1.0 s)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\ntimeline (s at rest"), std::string::npos) << r.out;
   // Its own directory under --workdir is removed afterwards; --workdir stays.
   EXPECT_TRUE(fs::exists(dir_));
   EXPECT_TRUE(fs::is_empty(dir_));
