@@ -12,12 +12,6 @@
 namespace faultline::daemon {
 namespace {
 
-// A finding is re-stored only when something a reader would act on changed.
-template <typename Stored>
-bool SameForStorage(const Stored& a, const Finding& b) {
-  return a.last_ns == b.last_ns && a.count == b.count && a.severity == b.severity && a.action == b.action &&
-         a.confidence == b.confidence && a.attrs == b.attrs;
-}
 
 bool SameGpus(const std::vector<GpuIdentity>& a, const std::vector<GpuIdentity>& b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const GpuIdentity& x, const GpuIdentity& y) {
@@ -277,10 +271,9 @@ Result<size_t> Pipeline::StoreFindings() {
     for (size_t j = 0; j < c.findings.size(); ++j) {
       ++stats_.findings_compared;
       const Finding& f = c.findings[j];
-      std::string key = c.keys[j];
-      if (c.ordinals[j] > 0) key += "#" + std::to_string(c.ordinals[j]);
+      std::string key = c.StoredKey(j);
       auto it = stored_findings_.find(key);
-      if (it != stored_findings_.end() && SameForStorage(it->second, f)) continue;
+      if (it != stored_findings_.end() && it->second.SameAs(f)) continue;
       auto id = store_.PutFinding(node_, f);
       if (!id.ok()) return id.status();  // this detector is compared again next time
       stored_findings_[std::move(key)] = Remembered(f);
@@ -292,6 +285,16 @@ Result<size_t> Pipeline::StoreFindings() {
   if (compared) ForgetUnreported();
   stats_.findings_remembered = stored_findings_.size();
   return stored;
+}
+
+std::string Pipeline::DetectorCache::StoredKey(size_t j) const {
+  return ordinals[j] > 0 ? keys[j] + "#" + std::to_string(ordinals[j]) : keys[j];
+}
+
+// A finding is re-stored only when something a reader would act on changed.
+bool Pipeline::StoredFinding::SameAs(const Finding& f) const {
+  return last_ns == f.last_ns && count == f.count && severity == f.severity && action == f.action &&
+         confidence == f.confidence && attrs == f.attrs;
 }
 
 Pipeline::StoredFinding Pipeline::Remembered(const Finding& f) {
@@ -309,9 +312,7 @@ void Pipeline::ForgetUnreported() {
   // be compared with: kept, the map would grow with every finding the node ever had.
   std::set<std::string, std::less<>> reported;
   for (const DetectorCache& c : caches_) {
-    for (size_t j = 0; j < c.keys.size() && j < c.ordinals.size(); ++j) {
-      reported.insert(c.ordinals[j] > 0 ? c.keys[j] + "#" + std::to_string(c.ordinals[j]) : c.keys[j]);
-    }
+    for (size_t j = 0; j < c.keys.size() && j < c.ordinals.size(); ++j) reported.insert(c.StoredKey(j));
   }
   std::erase_if(stored_findings_, [&reported](const auto& entry) { return !reported.contains(entry.first); });
 }

@@ -134,6 +134,8 @@ class Pipeline {
     std::vector<std::string> keys;  // FindingKey of each (filled at the first comparison)
     std::vector<int> ordinals;      // of each key among this evaluation's equal keys (0: first)
     bool stored = false;            // all of them compared with stored_findings_ under these keys
+    // The j-th finding's key in stored_findings_: its FindingKey, plus "#ordinal" after the first.
+    std::string StoredKey(size_t j) const;
   };
   std::vector<DetectorCache> caches_;         // parallel to detectors_
   std::vector<GpuIdentity> cache_inventory_;  // the inventory the caches were computed with
@@ -151,7 +153,7 @@ class Pipeline {
   uint64_t fed_ = 0;                                // observations fed to the detectors (and batches ingested) so far
   std::map<Layer, int64_t> layer_last_seen_ns_;     // which layers had data, and when
   // What a stored finding's row says that can change, as last written: enough to tell
-  // news from a repeat (SameForStorage) without keeping a third copy of every finding's
+  // news from a repeat (SameAs) without keeping a third copy of every finding's
   // evidence (the detectors' state and the caches hold it already).
   struct StoredFinding {
     int64_t last_ns = 0;
@@ -160,6 +162,7 @@ class Pipeline {
     Action action = Action::kNone;
     double confidence = 0;
     std::map<std::string, std::string> attrs;
+    bool SameAs(const Finding& f) const;  // nothing a reader would act on changed
   };
   // By FindingKey (plus "#ordinal"); only the keys some detector still reports, so it is
   // bounded by the detectors' own bounded state however long the agent runs.
