@@ -147,6 +147,7 @@ Status ReadAgent(SectionReader& r, AgentSection& s) {
   r.ReadDuration("store_unchanged_heartbeat", s.store_unchanged_heartbeat_ns);
   r.Read("store_every_sample", s.store_every_sample);
   r.Read("store_deadband", s.store_deadband);
+  r.ReadDuration("detector_horizon", s.detector_horizon_ns);
   return r.Finish();
 }
 Status ReadKmsg(SectionReader& r, KmsgSection& s) {
@@ -424,6 +425,7 @@ retention_interval = "1h"                  # how often old/oversized store data 
 store_unchanged_heartbeat = "5m"           # how often an unchanged sensor/counter's "last seen" is written
 store_every_sample = false                 # true = store every reading, changed or not
 store_deadband = true                      # GPU power/clocks, fan speeds within 5% of the stored value = unchanged
+detector_horizon = "24h"                   # an event no kernel line touched this long is forgotten (its finding stays stored)
 
 [kmsg]
 enabled = true

@@ -31,6 +31,9 @@ struct AgentSection {
   bool store_every_sample = false;
   // GPU power/clocks and fan speeds within 5% of their stored value count as unchanged.
   bool store_deadband = true;
+  // A detector forgets an event (an XID group, an AER device's errors) no line touched
+  // for this long; its stored finding stays. Never shorter than [isolate] window.
+  int64_t detector_horizon_ns = 86'400'000'000'000;
 };
 
 struct KmsgSection {

@@ -73,6 +73,7 @@ PipelineOptions PipelineOptionsFor(const AgentConfig& config) {
   o.window_ns = config.isolate.window_ns;
   o.store_unchanged_heartbeat_ns = config.agent.store_every_sample ? 0 : config.agent.store_unchanged_heartbeat_ns;
   o.store_deadband = config.agent.store_deadband;
+  o.event_horizon_ns = config.agent.detector_horizon_ns;
   return o;
 }
 
@@ -82,7 +83,9 @@ Pipeline::Pipeline(Store& store, std::string node, PipelineOptions options, cons
       options_(options),
       context_(Inventory{}, IsolateContextOptions{.max_workload = options.max_recent_observations}),
       detectors_(MakeAllDetectors(
-          {.topology = topology, .inventory = &context_.inventory(), .history_ns = options.window_ns})),
+          {.topology = topology, .inventory = &context_.inventory(), .history_ns = options.window_ns,
+           .event_horizon_ns = options.event_horizon_ns > 0 ? std::max(options.event_horizon_ns, options.window_ns)
+                                                            : 0})),
       caches_(detectors_.size()) {
   if (options_.store_unchanged_heartbeat_ns > 0) {
     ChangeFilterOptions fo{.heartbeat_ns = options_.store_unchanged_heartbeat_ns};

@@ -48,6 +48,9 @@ struct PipelineOptions {
   // and the GPU inventory did not change; false = ask every detector at every
   // evaluation (tests compare the two).
   bool reuse_unchanged_findings = true;
+  // Detector events untouched this long (log time) are forgotten ([agent]
+  // detector_horizon; DetectorContext::event_horizon_ns); never shorter than window_ns.
+  int64_t event_horizon_ns = 86'400'000'000'000;
 };
 
 // The pipeline options the agent config asks for.

@@ -272,6 +272,76 @@ TEST(DaemonEvaluateCache, ForgetsStoredFindingsNoDetectorReports) {
   EXPECT_EQ(rows->rows.size(), 1 + reported) << "each reported finding stored once, plus the old one";
 }
 
+TEST(DaemonEvaluateCache, DetectorHorizonForgetsOldEventsAndKeepsTheirRows) {
+  // The agent's default horizon (24 h): an XID 79 the log never mentions again is held
+  // until a day of later lines has passed, then forgotten; its stored row stays, it is
+  // not stored again, and a repeat of the same fault is a new event (a new row).
+  auto store = MemoryStore();
+  PipelineOptions options;
+  ASSERT_EQ(options.event_horizon_ns, 24 * 60 * kMin);
+  Pipeline pipeline(*store, "node7", options, nullptr);
+  uint64_t seq = 1;
+  ASSERT_TRUE(pipeline.Ingest(Layer::kOs, Batch({Xid(kT0, 79, "18", 0, seq++)})).ok());
+  ASSERT_TRUE(pipeline.Evaluate(kT0 + kSec).ok());
+  size_t stored = 1;
+  // Another GPU's XID 31 every 2 hours for 30 hours: the log's time moves on.
+  for (int h = 2; h <= 30; h += 2) {
+    const int64_t t = kT0 + h * 60 * kMin;
+    ASSERT_TRUE(pipeline.Ingest(Layer::kOs, Batch({Xid(t, 31, "3b", 100 + h, seq++)})).ok());
+    auto r = pipeline.Evaluate(t + kSec);
+    ASSERT_TRUE(r.ok());
+    stored += r->findings_stored;
+  }
+  EXPECT_EQ(pipeline.stats().findings_remembered, 1u) << "only the live XID 31 event is still reported";
+  ASSERT_TRUE(pipeline.Ingest(Layer::kOs, Batch({Xid(kT0 + 31 * 60 * kMin, 79, "18", 0, seq++)})).ok());
+  auto again = pipeline.Evaluate(kT0 + 31 * 60 * kMin + kSec);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->findings_stored, 1u) << "a new event";
+  stored += again->findings_stored;
+  RecordQuery all;
+  all.node = "node7";
+  auto rows = store->ListFindings(all);
+  ASSERT_TRUE(rows.ok());
+  size_t falls = 0;
+  for (const auto& row : rows->rows) falls += row.value.fault_class == FaultClass::kGpuFellOffBus ? 1 : 0;
+  EXPECT_EQ(falls, 2u) << "the forgotten event's row stays; the repeat has its own";
+  EXPECT_EQ(rows->rows.size(), stored);
+
+  // Offline-like: a horizon of 0 keeps the first event, and the repeat joins it.
+  auto store2 = MemoryStore();
+  options.event_horizon_ns = 0;
+  Pipeline keep(*store2, "node7", options, nullptr);
+  ASSERT_TRUE(keep.Ingest(Layer::kOs, Batch({Xid(kT0, 79, "18", 0, 1)})).ok());
+  ASSERT_TRUE(keep.Ingest(Layer::kOs, Batch({Xid(kT0 + 30 * 60 * kMin, 31, "3b", 7, 2)})).ok());
+  ASSERT_TRUE(keep.Evaluate(kT0 + 30 * 60 * kMin + kSec).ok());
+  EXPECT_EQ(keep.stats().findings_remembered, 2u);
+}
+
+TEST(DaemonEvaluateCache, DetectorHorizonIsConfigurableAndNeverShorterThanTheWindow) {
+  auto defaults = ParseAgentConfig("");
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(PipelineOptionsFor(*defaults).event_horizon_ns, 24 * 60 * kMin);
+  auto two_hours = ParseAgentConfig("[agent]\ndetector_horizon = \"2h\"\n");
+  ASSERT_TRUE(two_hours.ok()) << two_hours.status().message();
+  EXPECT_EQ(PipelineOptionsFor(*two_hours).event_horizon_ns, 120 * kMin);
+  auto bad = ParseAgentConfig("[agent]\ndetector_horizon = \"soon\"\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("agent.detector_horizon"), std::string::npos) << bad.status().message();
+
+  // Shorter than the isolator window: the window wins (an event the isolator still
+  // looks at is never forgotten).
+  auto store = MemoryStore();
+  PipelineOptions options;
+  options.window_ns = 30 * kMin;
+  options.event_horizon_ns = kMin;
+  Pipeline pipeline(*store, "node7", options, nullptr);
+  ASSERT_TRUE(pipeline.Ingest(Layer::kOs, Batch({Xid(kT0, 79, "18", 0, 1)})).ok());
+  ASSERT_TRUE(pipeline.Ingest(Layer::kOs, Batch({Xid(kT0 + 20 * kMin, 31, "3b", 7, 2)})).ok());
+  auto r = pipeline.Evaluate(kT0 + 20 * kMin + kSec);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(pipeline.stats().findings_remembered, 2u) << "20 min old: inside the 30 min window";
+}
+
 TEST(DaemonEvaluateCache, AnInventoryChangeRecomputesAndRenamesTheGpu) {
   // NVML names the GPU at bus 18: index 4 (an identity reading fills the inventory).
   Observation id = Nvml(kT0 + 2 * kSec, ObsKind::kGpuIdentity, 0, 4);

@@ -158,5 +158,93 @@ TEST(KernelIncremental, HostileObservationsAreHarmless) {
   }
 }
 
+
+// The agent's horizon ([agent] detector_horizon): an event no line touched for that long,
+// in the log's own time, is forgotten; one still being touched is kept however old it is.
+bool NamesBus(const std::vector<Finding>& fs, const std::string& bdf) {
+  for (const Finding& f : fs) {
+    for (const Evidence& e : f.evidence) {
+      if (e.text.find(bdf) != std::string::npos) return true;
+    }
+  }
+  return false;
+}
+
+TEST(KernelHorizon, ForgetsEventsNoLineTouchedAndKeepsLiveOnes) {
+  constexpr double kHour = 3600;
+  KernelDetectorOptions options;
+  options.horizon_ns = static_cast<int64_t>(2 * kHour * 1e9);
+  KernelDetector with(options);
+  KernelDetector without;  // offline: keeps every event
+  auto both = [&](const Observation& o) {
+    with.Observe(o);
+    without.Observe(o);
+  };
+  both(KernelObs(ObsKind::kXid, 79, "0000:17:00.0", 0));  // once, then never again
+  // A GPU whose XID 31s keep coming every 20 minutes for 5 hours: one live event.
+  for (double t = 0; t <= 5 * kHour; t += 1200) {
+    both(KernelObs(ObsKind::kXid, 31, "0000:3b:00.0", t, {{"pid", "7"}, {"process", "job"}}));
+  }
+  EXPECT_FALSE(NamesBus(with.Findings(), "0000:17:00.0")) << "untouched for 5 h with a 2 h horizon";
+  EXPECT_TRUE(NamesBus(with.Findings(), "0000:3b:00.0"));
+  EXPECT_TRUE(NamesBus(without.Findings(), "0000:17:00.0")) << "no horizon: kept";
+  EXPECT_LT(with.StateSize(), without.StateSize());
+
+  // The same fault again is a new event, under a new key.
+  std::string old_key;
+  for (const Finding& f : without.Findings()) {
+    if (NamesBus({f}, "0000:17:00.0")) old_key = f.key;
+  }
+  with.Observe(KernelObs(ObsKind::kXid, 79, "0000:17:00.0", 5 * kHour + 60));
+  std::string new_key;
+  for (const Finding& f : with.Findings()) {
+    if (NamesBus({f}, "0000:17:00.0")) new_key = f.key;
+  }
+  ASSERT_FALSE(new_key.empty());
+  EXPECT_NE(new_key, old_key);
+}
+
+TEST(KernelHorizon, StateIsBoundedByTimeNotOnlyByCount) {
+  // A new distinct event every 10 minutes for 10 days: 1,440 events, more than the
+  // per-rule cap. With a 24 h horizon only about a day's worth (144, plus up to an
+  // eighth of the horizon between sweeps) is held.
+  KernelDetectorOptions options;
+  options.horizon_ns = 86'400'000'000'000;
+  KernelDetector with(options);
+  KernelDetector without;
+  for (int i = 0; i < 1440; ++i) {
+    const Observation o = KernelObs(ObsKind::kXid, 1000 + i, "0000:3b:00.0", i * 600.0);
+    with.Observe(o);
+    without.Observe(o);
+  }
+  EXPECT_LE(with.Findings().size(), 144u + 144u / 8 + 2);
+  EXPECT_GE(with.Findings().size(), 144u);
+  // Without a horizon only the count cap bounds it (when full, the older half goes).
+  EXPECT_GE(without.Findings().size(), options.max_groups / 2);
+  EXPECT_LE(without.Findings().size(), options.max_groups);
+}
+
+TEST(KernelHorizon, MonotonicOnlyLinesAreJudgedInTheirOwnTime) {
+  // A log whose lines carry only the kernel's uptime stamp, mixed with wall-clock lines:
+  // wall time racing ahead must not make the uptime-stamped event look decades old.
+  KernelDetectorOptions options;
+  options.horizon_ns = 3'600'000'000'000;
+  KernelDetector d(options);
+  Observation mono = KernelObs(ObsKind::kXid, 79, "0000:17:00.0", 0);
+  mono.time_ns = 0;
+  mono.mono_us = 120'000'000;  // 120 s after boot
+  d.Observe(mono);
+  for (double t = 0; t <= 3 * 3600; t += 600) d.Observe(KernelObs(ObsKind::kXid, 31, "0000:3b:00.0", t));
+  EXPECT_TRUE(NamesBus(d.Findings(), "0000:17:00.0"));
+  // Uptime moving on by more than the horizon forgets it.
+  Observation later = mono;
+  later.code = 31;
+  later.component = ComponentRef{ComponentType::kGpu, "0000:b7:00.0", {{"bdf", "0000:b7:00.0"}}};
+  later.raw = "NVRM: Xid (PCI:0000:b7:00.0): 31, synthetic";
+  later.mono_us = 120'000'000 + 2 * 3'600'000'000LL;
+  d.Observe(later);
+  EXPECT_FALSE(NamesBus(d.Findings(), "0000:17:00.0"));
+}
+
 }  // namespace
 }  // namespace faultline

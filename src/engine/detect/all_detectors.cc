@@ -16,7 +16,8 @@ namespace faultline {
 namespace {
 
 std::unique_ptr<Detector> Kernel(const DetectorContext& c) {
-  return std::make_unique<KernelDetector>(KernelDetectorOptions{}, Inventory{}, c.inventory);
+  return std::make_unique<KernelDetector>(KernelDetectorOptions{.horizon_ns = c.event_horizon_ns}, Inventory{},
+                                          c.inventory);
 }
 std::unique_ptr<Detector> Amdgpu(const DetectorContext&) { return MakeAmdDetector({}); }
 std::unique_ptr<Detector> GpuMemory(const DetectorContext&) { return MakeGpuMemoryDetector({}); }

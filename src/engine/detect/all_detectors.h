@@ -24,6 +24,10 @@ struct DetectorContext {
   // How far back the detectors that judge a series against its own past look (the
   // workload detector's window_ns): the agent passes its isolator window; 0 = everything.
   int64_t history_ns = 0;
+  // How long the detectors that keep one state per event (the kernel detector) hold an
+  // event no line touched, in the log's own time: the agent passes [agent]
+  // detector_horizon; 0 = every event (offline reading, up to the detectors' count caps).
+  int64_t event_horizon_ns = 0;
 };
 
 struct DetectorDescriptor {

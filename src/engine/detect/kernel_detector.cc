@@ -30,6 +30,9 @@ constexpr int64_t kNsPerSec = 1'000'000'000;
 constexpr size_t kMaxSetEntries = 32;      // pids / names / ports remembered per group
 constexpr size_t kMaxStormEntries = 4096;  // corrected-AER window entries per device
 constexpr size_t kMaxIndexEntries = 4096;  // pid counts, events, program->GPU index
+// Below this (2001-01-01) a line time is kernel monotonic (time since boot), not wall
+// clock: the horizon compares each time with the newest of its own base.
+constexpr int64_t kWallClockFloorNs = 978'307'200'000'000'000;
 
 // The kernel log's events plus the driver's GPU identity lines (bus id -> UUID, serial).
 bool IsKernelKind(ObsKind k) { return IsKernelEventKind(k) || k == ObsKind::kGpuIdentity; }
@@ -215,6 +218,10 @@ struct KernelDetector::State {
   BoundedMap<Finding> driver_errors;  // event|bdf
   BoundedMap<Nic> nics;               // component id
   BoundedMap<GpuIdentity> log_ids;    // bdf -> the log's own identity lines
+  // The newest line time seen in each time base (wall clock; kernel monotonic for lines
+  // that carry no wall time), and where each stood at the last sweep (horizon_ns).
+  int64_t newest_wall = 0, newest_mono = 0;
+  int64_t swept_wall = 0, swept_mono = 0;
 };
 
 namespace {
@@ -1179,6 +1186,39 @@ void KernelDetector::Observe(const Observation& obs) {
   if (obs.source != Source::kKmsg || !IsKernelKind(obs.kind)) return;
   ++revision_;
   Folder(options_, *state_).Fold(obs);
+  if (options_.horizon_ns > 0) ForgetOldEvents(SortTimeNs(obs));
+}
+
+void KernelDetector::ForgetOldEvents(int64_t t) {
+  State& s = *state_;
+  const bool wall = t >= kWallClockFloorNs;
+  int64_t& newest = wall ? s.newest_wall : s.newest_mono;
+  int64_t& swept = wall ? s.swept_wall : s.swept_mono;
+  newest = std::max(newest, t);
+  if (newest - swept < std::max<int64_t>(options_.horizon_ns / 8, 1)) return;
+  swept = newest;
+  const int64_t wall_cut = s.newest_wall - options_.horizon_ns;
+  const int64_t mono_cut = s.newest_mono - options_.horizon_ns;
+  auto stale = [&](int64_t touched) { return touched < (touched >= kWallClockFloorNs ? wall_cut : mono_cut); };
+  // Every rule's groups and indexes; log_ids name GPUs (bounded by their count), they stay.
+  s.aer.ForgetIf(stale);
+  s.gpu_ports.ForgetIf(stale);
+  s.offbus.ForgetIf(stale);
+  s.memory.ForgetIf(stale);
+  s.programs.ForgetIf(stale);
+  s.pid_counts.ForgetIf(stale);
+  s.program_gpus.ForgetIf(stale);
+  s.events.ForgetIf(stale);
+  s.nvlink.ForgetIf(stale);
+  s.other.ForgetIf(stale);
+  s.xid45.ForgetIf(stale);
+  s.recovery.ForgetIf(stale);
+  s.sxid.ForgetIf(stale);
+  s.host_memory.ForgetIf(stale);
+  s.apps.ForgetIf(stale);
+  s.driver_errors.ForgetIf(stale);
+  s.nics.ForgetIf(stale);
+  if (s.hangs && stale(s.hangs->last_ns)) s.hangs.reset();
 }
 
 std::vector<Finding> KernelDetector::Findings() const {

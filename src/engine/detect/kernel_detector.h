@@ -63,6 +63,12 @@ struct KernelDetectorOptions {
   size_t max_evidence = 20;                              // evidence lines kept per finding
   size_t max_groups = 512;                               // findings in the making kept per rule
   size_t max_evidence_bytes = 1024;                      // an evidence line is cut to this many bytes
+  // An event (a group, an index entry) no line touched for this long, in the log's own
+  // time, is forgotten: its finding is no longer reported and a later line of its kind
+  // starts a new event. 0 = every event is kept (up to max_groups), as offline reading
+  // wants; a long-running agent sets it ([agent] detector_horizon) so its state is
+  // bounded by time as well as by count.
+  int64_t horizon_ns = 0;
 };
 
 class KernelDetector final : public Detector {
@@ -88,6 +94,10 @@ class KernelDetector final : public Detector {
   struct State;  // defined in kernel_detector.cc
 
  private:
+  // Drops what options_.horizon_ns says is forgotten, once the log's time has moved an
+  // eighth of the horizon since the last sweep (a sweep costs the entries held).
+  void ForgetOldEvents(int64_t line_time_ns);
+
   KernelDetectorOptions options_;
   Inventory inventory_;
   const Inventory* shared_ = nullptr;

@@ -53,6 +53,11 @@ class BoundedMap {
   }
 
   void Erase(const std::string& key) { map_.erase(key); }
+  // Drops every entry whose last touch `stale(touched)` calls stale; returns how many went.
+  template <typename Pred>
+  size_t ForgetIf(Pred stale) {
+    return std::erase_if(map_, [&stale](const auto& entry) { return stale(entry.second.touched); });
+  }
   size_t size() const { return map_.size(); }
   const std::map<std::string, Entry>& entries() const { return map_; }
   std::map<std::string, Entry>& entries() { return map_; }
