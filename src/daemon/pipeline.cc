@@ -104,13 +104,13 @@ Status Pipeline::WarmStart(int64_t now_ns) {
   q.limit = options_.max_recent_observations;
   auto observations = store_.QueryObservations(q);
   if (!observations.ok()) return observations.status();
-  for (const auto& row : observations->rows) Feed(row.value);
   // A truncated answer holds the window's oldest rows, not each series' last stored
   // point: priming from it could hide a change, so the filter then starts empty.
   const bool complete = q.limit == 0 || observations->rows.size() < q.limit;
   if (filter_ != nullptr && complete) {
     for (const auto& row : observations->rows) filter_->Prime(row.value);
   }
+  for (auto& row : observations->rows) Feed(std::move(row.value));  // last use of the rows
   RecordQuery rq;
   rq.node = node_;
   rq.since_ns = q.since_ns;
@@ -150,8 +150,8 @@ Result<AppendStats> Pipeline::TryIngest(Layer layer, SourceBatch& batch, size_t*
       ++k;
       continue;
     }
-    Feed(batch.observations[i]);
     if (critical != nullptr && IsCritical(batch.observations[i])) ++*critical;
+    Feed(std::move(batch.observations[i]));
   }
   // The source's own layer had data even when its readings are filed under another
   // (NVML's NVLink/PCIe readings are fabric-layer).
@@ -196,11 +196,12 @@ PipelineStats Pipeline::stats() const {
   return stats_;
 }
 
-void Pipeline::Feed(const Observation& obs) {
+void Pipeline::Feed(Observation obs) {
   ++fed_;
-  context_.Observe(obs);  // first: the detectors read the inventory it fills
+  context_.Learn(obs);  // first: the detectors read the inventory it fills
   for (auto& d : detectors_) d->Observe(obs);
   layer_last_seen_ns_[obs.layer] = std::max(layer_last_seen_ns_[obs.layer], obs.time_ns);
+  context_.Keep(std::move(obs));
 }
 
 IsolateInput Pipeline::BuildInput(std::vector<Finding> findings, int64_t now_ns) const {

@@ -93,7 +93,8 @@ class Pipeline {
   Result<AppendStats> Ingest(Layer layer, SourceBatch batch);
   // Ingest that leaves `batch` whole on a store error (a full disk), with its node
   // filled in and its observations in time order, so the caller can hold it and retry
-  // it later instead of losing it; a retry of a batch is exactly one ingest.
+  // it later instead of losing it; a retry of a batch is exactly one ingest. Once
+  // stored, the batch's observations are handed to the detectors (moved from).
   // `critical` (when given) is set to how many of the observations fed to the detectors
   // are critical (engine/detect/critical.h): the agent then evaluates at once.
   Result<AppendStats> TryIngest(Layer layer, SourceBatch& batch, size_t* critical = nullptr);
@@ -103,7 +104,8 @@ class Pipeline {
   PipelineStats stats() const;
 
  private:
-  void Feed(const Observation& obs);
+  // Takes the observation: the detectors see it, then the isolator's context keeps it.
+  void Feed(Observation obs);
   // One Store::Append of the cursors and the observations the filter keeps.
   Result<AppendStats> StoreBatch(const SourceBatch& batch);
   IsolateInput BuildInput(std::vector<Finding> findings, int64_t now_ns) const;

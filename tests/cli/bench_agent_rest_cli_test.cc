@@ -57,7 +57,8 @@ TEST_F(CliBenchAgentRest, AShortRunWithTheSimulatedNodePrintsEveryFigure) {
   // sees the simulated job's step reports stored.
   RunResult r = Faultline("bench agent-rest --seconds 2 --warmup 2 --faults 5 --workload-interval 1 --workdir " + dir_);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  for (const char* f : {"cpu_percent_of_one_core", "rss_mib", "pss_mib", "store_rows_per_hour", "store_bytes_per_hour",
+  for (const char* f : {"cpu_percent_of_one_core", "cpu_percent_agent_threads", "rss_mib", "pss_mib", "uss_mib",
+                        "anonymous_mib", "store_rows_per_hour", "store_bytes_per_hour",
                         "findings_written_without_new_input", "evaluations_at_rest", "fault_to_diagnosis_ms"}) {
     EXPECT_NE(r.out.find(std::string("\n") + f + ": "), std::string::npos) << f << "\n" << r.out;
   }
@@ -66,6 +67,10 @@ TEST_F(CliBenchAgentRest, AShortRunWithTheSimulatedNodePrintsEveryFigure) {
   EXPECT_GT(Start(r.out, "rss_mib"), 1) << r.out;
   EXPECT_GT(Start(r.out, "pss_mib"), 1) << r.out;
   EXPECT_LE(Start(r.out, "pss_mib"), Start(r.out, "rss_mib")) << r.out;
+  // The agent's own pages: PSS is USS plus a share of the shared ones.
+  EXPECT_GT(Start(r.out, "uss_mib"), 1) << r.out;
+  EXPECT_LE(Start(r.out, "uss_mib"), Start(r.out, "pss_mib")) << r.out;
+  EXPECT_GE(Field(r.out, "cpu_percent_agent_threads"), 0) << r.out;
   EXPECT_NE(r.out.find("faults 5, measured 5, missed 0"), std::string::npos) << r.out;
   // The workload source reached the node: the store gained rows at rest.
   EXPECT_GT(Field(r.out, "store_rows_per_hour"), 0) << r.out;

@@ -260,12 +260,17 @@ double CpuSeconds() {
 // One point of the rest phase's timeline.
 struct TimelinePoint {
   double at_s = 0;         // seconds into the rest phase
-  double cpu_percent = 0;  // of one core, since the previous point
+  double cpu_percent = 0;  // of one core by the agent's threads, since the previous point
   double pss_mib = 0;
+  double anon_mib = 0;
 };
 
+// PSS divides each shared library page among the processes mapping it, so it rises when
+// other processes using libc, libstdc++ or libcrypto exit (a build finishing, the
+// machine going quiet) with no change in the agent. The anonymous memory and the
+// private pages (USS) are the agent's own.
 struct Memory {
-  double rss_mib = 0, pss_mib = 0, anon_mib = 0;
+  double rss_mib = 0, pss_mib = 0, anon_mib = 0, uss_mib = 0;
 };
 
 Memory ReadMemory() {
@@ -281,6 +286,7 @@ Memory ReadMemory() {
     if (key == "Rss:") m.rss_mib = kb / 1024;
     if (key == "Pss:") m.pss_mib = kb / 1024;
     if (key == "Anonymous:") m.anon_mib = kb / 1024;
+    if (key == "Private_Clean:" || key == "Private_Dirty:") m.uss_mib += kb / 1024;
   }
   return m;
 }
@@ -318,6 +324,14 @@ std::map<std::string, double> ThreadCpuSeconds() {
     out[name] += (utime + stime) / hz;
   }
   return out;
+}
+
+// The agent's threads ("fl-*"): the process without this command's own bookkeeping
+// (its main thread reads smaps every 10 s).
+double AgentCpuSeconds(const std::map<std::string, double>& threads) {
+  double sum = 0;
+  for (const auto& [name, s] : threads) sum += name.rfind("fl-", 0) == 0 ? s : 0;
+  return sum;
 }
 
 int64_t FileBytes(const std::string& path) {
@@ -595,7 +609,7 @@ int RunRest(const RestArgs& a) {
   // shows whether the agent stays flat or creeps.
   const double slice_s = std::max(10.0, a.seconds / 10);
   std::vector<TimelinePoint> timeline;
-  double slice_cpu = cpu0, slice_at = 0;
+  double slice_cpu = AgentCpuSeconds(threads0), slice_at = 0;
   for (double left = a.seconds, elapsed = 0; left > 0; left -= 10) {
     const double step = std::min(10.0, left);
     SleepFor(step);
@@ -603,9 +617,11 @@ int RunRest(const RestArgs& a) {
     const Memory m = ReadMemory();
     peak.rss_mib = std::max(peak.rss_mib, m.rss_mib);
     peak.pss_mib = std::max(peak.pss_mib, m.pss_mib);
+    peak.anon_mib = std::max(peak.anon_mib, m.anon_mib);
+    peak.uss_mib = std::max(peak.uss_mib, m.uss_mib);
     if (elapsed - slice_at >= slice_s - 1e-6 || left <= 10) {
-      const double cpu = CpuSeconds();
-      timeline.push_back({elapsed, 100.0 * (cpu - slice_cpu) / (elapsed - slice_at), m.pss_mib});
+      const double cpu = AgentCpuSeconds(ThreadCpuSeconds());
+      timeline.push_back({elapsed, 100.0 * (cpu - slice_cpu) / (elapsed - slice_at), m.pss_mib, m.anon_mib});
       slice_cpu = cpu;
       slice_at = elapsed;
     }
@@ -660,6 +676,8 @@ int RunRest(const RestArgs& a) {
     std::printf("history: %zu bytes of %s read before the rest phase\n", history.size(), a.kernel_log.c_str());
   }
   std::printf("cpu_percent_of_one_core: %.3f\n", 100.0 * (cpu1 - cpu0) / wall);
+  std::printf("cpu_percent_agent_threads: %.3f\n",
+              100.0 * (AgentCpuSeconds(threads1) - AgentCpuSeconds(threads0)) / wall);
   std::printf("cpu_seconds_startup_and_warmup: %.2f\n", cpu0 - cpu_before_agent);
   std::string per_thread;
   for (const auto& [name, s] : threads1) {
@@ -674,9 +692,13 @@ int RunRest(const RestArgs& a) {
               ::sysconf(_SC_CLK_TCK));
   std::printf("rss_mib: start %.1f end %.1f max %.1f\n", m0.rss_mib, m1.rss_mib, peak.rss_mib);
   std::printf("pss_mib: start %.1f end %.1f max %.1f\n", m0.pss_mib, m1.pss_mib, peak.pss_mib);
-  std::printf("anonymous_mib: start %.1f end %.1f; heap at the end: %s\n", m0.anon_mib, m1.anon_mib, heap.c_str());
-  std::printf("timeline (s at rest: cpu %% of one core since the previous point, pss MiB):");
-  for (const TimelinePoint& p : timeline) std::printf(" %.0f: %.3f%% %.1f;", p.at_s, p.cpu_percent, p.pss_mib);
+  std::printf("uss_mib: start %.1f end %.1f max %.1f\n", m0.uss_mib, m1.uss_mib, peak.uss_mib);
+  std::printf("anonymous_mib: start %.1f end %.1f max %.1f; heap at the end: %s\n", m0.anon_mib, m1.anon_mib,
+              peak.anon_mib, heap.c_str());
+  std::printf("timeline (s at rest: agent threads' cpu %% of one core since the previous point, pss MiB, anonymous MiB):");
+  for (const TimelinePoint& p : timeline) {
+    std::printf(" %.0f: %.3f%% %.1f %.1f;", p.at_s, p.cpu_percent, p.pss_mib, p.anon_mib);
+  }
   std::printf("\n");
   std::printf("store_rows_per_hour: %.0f (observations %+lld, findings %+lld, diagnoses %+lld)\n",
               static_cast<double>((st1.observations - st0.observations) + (st1.findings - st0.findings) +
@@ -744,8 +766,11 @@ void AddBenchAgentRestCommand(CliApp& app) {
       "--gpus-lost GPUs falling off the bus as NVML alone reports it (the agent waits on NVML events).\n"
       "\n"
       "Prints (one 'name: value' line each): cpu_percent_of_one_core (getrusage of this process, which is\n"
-      "the agent: the node runs in its own), rss_mib and pss_mib (/proc/self/smaps_rollup: start, end, max),\n"
-      "a timeline (CPU and PSS at each tenth of the rest phase, at least 10 s apart: flat or creeping),\n"
+      "the agent: the node runs in its own), cpu_percent_agent_threads (the agent's fl-* threads only, without\n"
+      "this command's sampling), rss_mib, pss_mib, uss_mib and anonymous_mib (/proc/self/smaps_rollup: start,\n"
+      "end, max; PSS shares library pages among the processes mapping them, so it rises when other programs\n"
+      "exit: the anonymous and private (USS) figures are the agent's own), a timeline (the agent threads' CPU,\n"
+      "PSS and anonymous memory at each tenth of the rest phase, at least 10 s apart: flat or creeping),\n"
       "store_rows_per_hour and store_bytes_per_hour (read-only store snapshots), findings and diagnoses\n"
       "written without new input, evaluations and polls at rest, and fault_to_diagnosis_ms (median, p99,\n"
       "max: from just before write() to the end of the evaluation that committed the fault's finding),\n"

@@ -113,9 +113,15 @@ IsolateContext::IsolateContext(Inventory inventory, IsolateContextOptions option
     : inventory_(std::move(inventory)), options_(options) {}
 
 void IsolateContext::Observe(const Observation& obs) {
-  LearnGpuIdentity(obs, inventory_);
+  Learn(obs);
+  Keep(Observation(obs));
+}
+
+void IsolateContext::Learn(const Observation& obs) { LearnGpuIdentity(obs, inventory_); }
+
+void IsolateContext::Keep(Observation&& obs) {
   if (obs.layer == Layer::kWorkload) {
-    workload_.push_back(obs);
+    workload_.push_back(std::move(obs));
     while (workload_.size() > options_.max_workload) workload_.pop_front();
     return;
   }
@@ -126,10 +132,10 @@ void IsolateContext::Observe(const Observation& obs) {
       ++readings_dropped_;
       return;
     }
-    latest_.emplace(std::move(key), obs);
+    latest_.emplace(std::move(key), std::move(obs));
     return;
   }
-  if (it->second.time_ns <= obs.time_ns) it->second = obs;
+  if (it->second.time_ns <= obs.time_ns) it->second = std::move(obs);
 }
 
 void IsolateContext::Forget(int64_t before_ns) {

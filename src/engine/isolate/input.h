@@ -73,6 +73,11 @@ class IsolateContext {
 
   // Learns the GPU identity `obs` carries, then keeps it as a reading or a report.
   void Observe(const Observation& obs);
+  // Observe in two steps, for a caller that hands the observation over: Learn before
+  // the detectors see it (they read the inventory), Keep after (moved in: an agent
+  // feeds ~100 readings a second and copying each one's maps was a fifth of its ingest).
+  void Learn(const Observation& obs);
+  void Keep(Observation&& obs);
   // Drops readings and reports dated before `before_ns` (the agent's sliding window).
   void Forget(int64_t before_ns);
 
