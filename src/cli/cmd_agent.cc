@@ -121,6 +121,7 @@ int Run(const AgentArgs& args) {
   }
   const sigset_t signals = StopSignals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  daemon::TuneAllocatorForLongRun();  // before the agent's threads start
 
   SystemClock clock;
   daemon::Logger logger(std::cerr, config->agent.log_level, clock);

@@ -1,5 +1,6 @@
 #include "daemon/agent.h"
 
+#include <malloc.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -334,9 +335,15 @@ void Agent::EvaluateLoop() {
   }
 }
 
+void TuneAllocatorForLongRun() { (void)::mallopt(M_ARENA_MAX, 2); }
+
 void Agent::ApplyRetention() {
   // Store limits (age 30 d, size 2 GiB) are the store's defaults (store/store.h).
   auto r = store_->ApplyRetention(clock_.NowNs());
+  // Hourly, with the store's pages freed: hand the allocator's free pages back to the
+  // system (free() returns only the top of a heap; what a burst left in the middle of
+  // one would otherwise count in the agent's RSS for good).
+  (void)::malloc_trim(0);
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.retention_runs;

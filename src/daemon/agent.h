@@ -55,6 +55,13 @@ namespace faultline::daemon {
 
 class FleetPublisher;
 
+// Allocator settings for a process that hosts the agent for months: at most two malloc
+// arenas (glibc makes up to 8 per core, one per busy thread, and each keeps the memory
+// its thread freed: measured 4.2 -> 2.1 MiB held free, 1.6 MiB less anonymous memory on
+// the simulated node, same CPU). Process-wide, so the program's entry point calls it,
+// once, before any thread starts (`faultline agent`, `bench agent-rest`); never a library.
+void TuneAllocatorForLongRun();
+
 struct AgentStats {
   uint64_t polls = 0;
   uint64_t poll_failures = 0;

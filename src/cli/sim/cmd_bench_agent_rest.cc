@@ -582,6 +582,7 @@ int RunRest(const RestArgs& a) {
   SystemClock clock;
   daemon::Logger logger(std::cerr, daemon::LogLevel::kWarn, clock);
   const daemon::AgentConfig config = BenchConfig(dir, kmsg, node ? &*node : nullptr, nvml_lib, a);
+  daemon::TuneAllocatorForLongRun();  // as `faultline agent` does, before the agent's threads
   const double cpu_before_agent = CpuSeconds();
   auto agent = daemon::Agent::Create(config, clock, logger);
   if (!agent.ok()) {
