@@ -1,5 +1,5 @@
 // TuneAllocatorForLongRun: the agent's threads share at most two malloc arenas, so the
-// memory one thread frees is not held apart for that thread alone. Checked in a child
+// memory one thread frees is not held apart for that thread alone. Checked in a fresh
 // process: the setting is process-wide, and this test binary must keep its own.
 #include <gtest/gtest.h>
 #include <malloc.h>
@@ -48,11 +48,16 @@ int ArenasAfterEightThreads() {
   return heaps;
 }
 
-int ArenasInChild(bool tuned) {
+constexpr char kChildMode[] = "FAULTLINE_ALLOCATOR_TEST_CHILD";
+
+// The arenas a fresh process (this test binary re-executed, running only this test)
+// ends up with: a forked child would inherit every arena the earlier tests made.
+int ArenasInFreshProcess(bool tuned) {
   const pid_t pid = fork();
   if (pid == 0) {
-    if (tuned) TuneAllocatorForLongRun();
-    _exit(std::min(ArenasAfterEightThreads(), 100));
+    setenv(kChildMode, tuned ? "tuned" : "default", 1);
+    execl("/proc/self/exe", "allocator_test_child", "--gtest_filter=AgentAllocator.*", nullptr);
+    _exit(127);
   }
   int status = 0;
   if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
@@ -63,11 +68,16 @@ TEST(AgentAllocator, EightThreadsShareAtMostTwoArenas) {
 #if defined(__SANITIZE_ADDRESS__)
   GTEST_SKIP() << "ASan replaces malloc: glibc's arenas are not in use";
 #endif
-  const int tuned = ArenasInChild(true);
+  if (const char* mode = getenv(kChildMode)) {  // the re-executed child: report and leave
+    if (std::string(mode) == "tuned") TuneAllocatorForLongRun();
+    _exit(std::min(ArenasAfterEightThreads(), 100));
+  }
+  const int tuned = ArenasInFreshProcess(true);
   ASSERT_GT(tuned, 0);
+  ASSERT_NE(tuned, 127) << "could not re-execute the test binary";
   EXPECT_LE(tuned, 2);
   // Without it glibc gives each new thread an arena of its own (the check means something).
-  EXPECT_GT(ArenasInChild(false), 2);
+  EXPECT_GT(ArenasInFreshProcess(false), 2);
 }
 
 }  // namespace
