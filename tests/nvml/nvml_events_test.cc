@@ -175,7 +175,7 @@ TEST(NvmlEventsTable, ALostGpuIsNewsOnceNotABusyLoop) {
   EXPECT_EQ(first[0].code, kErrorGpuIsLost);
   g_waits = 0;
   EXPECT_TRUE((*watch)->Wait(450'000'000).empty());
-  // Slices of 200 ms with a sleep after each refused answer: a handful of calls, not thousands.
+  // Slices of at most 1 s with a sleep after each refused answer: a handful of calls, not thousands.
   EXPECT_LE(g_waits.load(), 10);
 }
 

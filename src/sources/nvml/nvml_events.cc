@@ -7,7 +7,9 @@
 namespace faultline::nvml {
 namespace {
 
-constexpr unsigned int kSliceMs = 200;  // how soon a Cancel is seen
+// How soon a Cancel (the agent stopping) is seen. Each slice is a wake-up of the NVML
+// thread at rest (an ioctl into the driver): one a second, not five.
+constexpr unsigned int kSliceMs = 1000;
 constexpr size_t kMaxEventsPerWait = 64;
 
 bool HasEventApi(const NvmlApi& api) {

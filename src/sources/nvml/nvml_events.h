@@ -11,7 +11,7 @@
 // counted twice.
 //
 // Thread-safety: Wait from one thread; Cancel from any (NVML is thread-safe; the wait runs
-// in slices of at most 200 ms so a cancel is seen that quickly).
+// in slices of at most 1 s so a cancel is seen that quickly).
 #pragma once
 
 #include <atomic>
