@@ -218,6 +218,17 @@ struct KernelDetector::State {
   BoundedMap<Finding> driver_errors;  // event|bdf
   BoundedMap<Nic> nics;               // component id
   BoundedMap<GpuIdentity> log_ids;    // bdf -> the log's own identity lines
+
+  // Calls f on every per-event map (every one but log_ids, which names GPUs): the one
+  // list the horizon sweep and StateSize both walk, so a rule's new map joins both.
+  // (`s` is a State or a const State.)
+  template <typename S, typename F>
+  static void ForEachEventMap(S& s, F&& f) {
+    f(s.aer), f(s.gpu_ports), f(s.offbus), f(s.memory), f(s.programs), f(s.pid_counts), f(s.program_gpus),
+        f(s.events), f(s.nvlink), f(s.other), f(s.xid45), f(s.recovery), f(s.sxid), f(s.host_memory), f(s.apps),
+        f(s.driver_errors), f(s.nics);
+  }
+
   // The newest line time seen in each time base (wall clock; kernel monotonic for lines
   // that carry no wall time), and where each stood at the last sweep (horizon_ns).
   int64_t newest_wall = 0, newest_mono = 0;
@@ -1200,24 +1211,7 @@ void KernelDetector::ForgetOldEvents(int64_t t) {
   const int64_t wall_cut = s.newest_wall - options_.horizon_ns;
   const int64_t mono_cut = s.newest_mono - options_.horizon_ns;
   auto stale = [&](int64_t touched) { return touched < (touched >= kWallClockFloorNs ? wall_cut : mono_cut); };
-  // Every rule's groups and indexes; log_ids name GPUs (bounded by their count), they stay.
-  s.aer.ForgetIf(stale);
-  s.gpu_ports.ForgetIf(stale);
-  s.offbus.ForgetIf(stale);
-  s.memory.ForgetIf(stale);
-  s.programs.ForgetIf(stale);
-  s.pid_counts.ForgetIf(stale);
-  s.program_gpus.ForgetIf(stale);
-  s.events.ForgetIf(stale);
-  s.nvlink.ForgetIf(stale);
-  s.other.ForgetIf(stale);
-  s.xid45.ForgetIf(stale);
-  s.recovery.ForgetIf(stale);
-  s.sxid.ForgetIf(stale);
-  s.host_memory.ForgetIf(stale);
-  s.apps.ForgetIf(stale);
-  s.driver_errors.ForgetIf(stale);
-  s.nics.ForgetIf(stale);
+  State::ForEachEventMap(s, [&stale](auto& m) { m.ForgetIf(stale); });
   if (s.hangs && stale(s.hangs->last_ns)) s.hangs.reset();
 }
 
@@ -1233,10 +1227,8 @@ std::vector<Finding> KernelDetector::Findings() const {
 
 size_t KernelDetector::StateSize() const {
   const State& s = *state_;
-  size_t n = s.aer.size() + s.gpu_ports.size() + s.offbus.size() + s.memory.size() + s.programs.size() +
-             s.pid_counts.size() + s.program_gpus.size() + s.events.size() + s.nvlink.size() + s.other.size() +
-             s.xid45.size() + s.recovery.size() + s.sxid.size() + s.host_memory.size() + s.apps.size() +
-             s.driver_errors.size() + s.nics.size() + s.log_ids.size() + (s.hangs ? 1 : 0);
+  size_t n = s.log_ids.size() + (s.hangs ? 1 : 0);
+  State::ForEachEventMap(s, [&n](const auto& m) { n += m.size(); });
   for (const auto& [k, e] : s.aer.entries()) n += e.value.storm.size();
   for (const auto& [k, e] : s.programs.entries()) n += e.value.pids.size() + e.value.names.size();
   for (const auto& [k, e] : s.program_gpus.entries()) n += e.value.size();
