@@ -182,6 +182,7 @@ int Run(const CollectNvmlArgs& args) {
   nvml::NvmlOptions options;
   options.library_path = args.lib;
   options.node = args.node.empty() ? HostNameOr("localhost") : args.node;
+  options.slow_every = 1;  // a look by hand: every field at every sample
   auto collector = nvml::NvmlCollector::Open(options);
   if (!collector.ok()) {
     std::cerr << "faultline collect nvml: " << collector.status().message() << "\n";

@@ -421,6 +421,11 @@ Status Agent::RunFor(std::chrono::nanoseconds duration) {
   return Stop();
 }
 
+PipelineStats Agent::pipeline_stats() const {
+  // pipeline_ is set at construction, before any thread reads it; Pipeline locks itself.
+  return pipeline_ != nullptr ? pipeline_->stats() : PipelineStats{};
+}
+
 AgentStats Agent::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   AgentStats out = stats_;

@@ -149,6 +149,8 @@ class Agent {
   const AgentConfig& config() const { return config_; }
 
   AgentStats stats() const;
+  // The pipeline's counters (detectors asked, isolations reused).
+  PipelineStats pipeline_stats() const;
   std::vector<SourceStatus> SourceStatuses() const;
   std::vector<Diagnosis> LastDiagnoses() const;
   // The agent's store, for a server running beside it (the Store serializes itself).

@@ -160,6 +160,7 @@ Status ReadNvml(SectionReader& r, NvmlSection& s) {
   r.Read("enabled", s.enabled);
   r.ReadDuration("interval", s.interval_ns);
   r.Read("library_path", s.library_path);
+  r.ReadCount("slow_every", s.slow_every);
   return r.Finish();
 }
 Status ReadDcgm(SectionReader& r, DcgmExporterSection& s) {
@@ -319,6 +320,9 @@ Status CheckValues(const AgentConfig& c) {
   if (c.kmsg.enabled && c.kmsg.path.empty()) return Bad("kmsg.path", "must not be empty when enabled");
   if (c.sysfs.enabled && c.sysfs.root.empty()) return Bad("sysfs.root", "must not be empty when enabled");
   if (c.ethernet.enabled && c.ethernet.rdma_max_ports < 1) return Bad("ethernet.rdma_max_ports", "must be at least 1");
+  if (c.nvml.slow_every < 1 || c.nvml.slow_every > 1000) {
+    return Bad("nvml.slow_every", "must be between 1 (every poll) and 1000");
+  }
   if (Status s = policy::ValidatePolicyConfig(c.policy); !s.ok()) return s;
   if (Status s = CheckListen("workload", c.workload.listen, c.workload.token_file, c.workload.token_env); !s.ok()) {
     return s;
@@ -436,6 +440,7 @@ interval = "1s"
 enabled = true
 interval = "10s"
 library_path = ""                          # "" = $FAULTLINE_NVML_LIB, else libnvidia-ml.so.1
+slow_every = 3                             # NVLink, per-location ECC, retired pages, remapped rows: every 3rd poll
 
 [dcgm_exporter]
 url = ""                                   # "" = off, e.g. "http://127.0.0.1:9400/metrics"

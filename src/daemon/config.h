@@ -46,6 +46,9 @@ struct NvmlSection {
   bool enabled = true;
   int64_t interval_ns = 10'000'000'000;
   std::string library_path;  // "" = $FAULTLINE_NVML_LIB, else libnvidia-ml.so.1
+  // NVLink, per-location ECC, retired pages and remapped rows at every slow_every-th poll
+  // (nvml::NvmlOptions::slow_every); 1 = every poll.
+  int64_t slow_every = 3;
 };
 
 struct DcgmExporterSection {

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <charconv>
@@ -43,6 +44,12 @@ constexpr int kSettleMs = 10;
 // most this often: each save is a store transaction, and re-reading benign lines after a
 // restart costs nothing. A poll with observations always saves it with them.
 constexpr int64_t kCursorOnlyGapNs = 1'000'000'000;
+// A kernel log source that is told of new input (poll(2) on /dev/kmsg, inotify on a
+// file) waits at most this long between polls, however short its interval: the interval
+// is for a source that cannot be told, and an idle wake per second was a tenth of an
+// idle agent's CPU. The wait stays bounded as a safety net (a file on a filesystem whose
+// writers inotify does not see, such as another NFS client).
+constexpr int64_t kWatchedWaitNs = 30'000'000'000;
 
 int TimeoutMs(int64_t ns) {
   if (ns <= 0) return 0;
@@ -187,7 +194,8 @@ class KmsgFileSource final : public AgentSource {
       return;
     }
     // Events about other files of the directory are read and the wait goes on.
-    const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(max_wait_ns);
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::nanoseconds(std::max(max_wait_ns, kWatchedWaitNs));
     for (;;) {
       const int64_t left =
           std::chrono::duration_cast<std::chrono::nanoseconds>(until - std::chrono::steady_clock::now()).count();
@@ -324,7 +332,7 @@ class KmsgDeviceSource final : public AgentSource {
       cancel_.Sleep(TimeoutMs(max_wait_ns));
       return;
     }
-    if (!cancel_.Wait(device_fd_, TimeoutMs(max_wait_ns))) return;
+    if (!cancel_.Wait(device_fd_, TimeoutMs(std::max(max_wait_ns, kWatchedWaitNs)))) return;
     cancel_.Sleep(kSettleMs);
     woken_ = true;
   }

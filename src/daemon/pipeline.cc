@@ -23,14 +23,19 @@ bool SameGpus(const std::vector<GpuIdentity>& a, const std::vector<GpuIdentity>&
 // report ages out of the window, or a layer stops counting as having data (the same
 // tests as Evaluate's, BuildIsolateInput's and IsolateContext::Forget's: kept while
 // its time >= the window's start; a finding with no time stays).
-int64_t EarliestExpiry(const IsolateInput& input, const std::map<Layer, int64_t>& layer_last_seen) {
+// A layer already out of the window (a kernel log silent since boot) cannot leave it:
+// counted, it would expire every answer at once and the isolator would run at every
+// evaluation.
+int64_t EarliestExpiry(const IsolateInput& input, const std::map<Layer, int64_t>& layer_last_seen, int64_t since_ns) {
   int64_t earliest = std::numeric_limits<int64_t>::max();
   for (const Finding& f : input.findings) {
     if (f.first_ns != 0) earliest = std::min(earliest, std::max(f.first_ns, f.last_ns));
     if (f.last_ns != 0) earliest = std::min(earliest, f.last_ns);
   }
   for (const Observation& o : input.observations) earliest = std::min(earliest, o.time_ns);
-  for (const auto& [layer, last] : layer_last_seen) earliest = std::min(earliest, last);
+  for (const auto& [layer, last] : layer_last_seen) {
+    if (last >= since_ns) earliest = std::min(earliest, last);
+  }
   return earliest;
 }
 
@@ -135,9 +140,12 @@ Result<AppendStats> Pipeline::TryIngest(Layer layer, SourceBatch& batch, size_t*
     if (o.node.empty()) o.node = node_;
   }
   if (batch.observations.empty() && batch.cursors.empty()) return AppendStats{};
-  // Time order before the filter too: it judges each series' heartbeat by time.
-  std::stable_sort(batch.observations.begin(), batch.observations.end(),
-                   [](const Observation& a, const Observation& b) { return a.time_ns < b.time_ns; });
+  // Time order before the filter too: it judges each series' heartbeat by time. A poll's
+  // readings share one time: checked first, a sort of a thousand observations is saved.
+  auto by_time = [](const Observation& a, const Observation& b) { return a.time_ns < b.time_ns; };
+  if (!std::is_sorted(batch.observations.begin(), batch.observations.end(), by_time)) {
+    std::stable_sort(batch.observations.begin(), batch.observations.end(), by_time);
+  }
   auto stats = StoreBatch(batch);
   if (!stats.ok()) return stats;
   // A pure duplicate is a fact the store already had, so the detectors already saw it
@@ -155,11 +163,7 @@ Result<AppendStats> Pipeline::TryIngest(Layer layer, SourceBatch& batch, size_t*
   }
   // The source's own layer had data even when its readings are filed under another
   // (NVML's NVLink/PCIe readings are fabric-layer).
-  if (!batch.observations.empty()) {
-    int64_t& seen = layer_last_seen_ns_[layer];
-    seen = std::max(seen, batch.observations.back().time_ns);
-    ++fed_;  // the isolator's layers with data may have moved, even when nothing was fed
-  }
+  if (!batch.observations.empty()) NoteLayer(layer, batch.observations.back().time_ns);
   return stats;
 }
 
@@ -197,11 +201,24 @@ PipelineStats Pipeline::stats() const {
 }
 
 void Pipeline::Feed(Observation obs) {
-  ++fed_;
   context_.Learn(obs);  // first: the detectors read the inventory it fills
   for (auto& d : detectors_) d->Observe(obs);
-  layer_last_seen_ns_[obs.layer] = std::max(layer_last_seen_ns_[obs.layer], obs.time_ns);
-  context_.Keep(std::move(obs));
+  NoteLayer(obs.layer, obs.time_ns);
+  // The isolator reads readings only to quote them in its ruled-out layers (its findings
+  // and layers with data decide): a reading new, changed or only newer moves quotes, not
+  // conclusions, so it is refreshed at most every isolate_refresh_ns.
+  if (context_.Keep(std::move(obs)) != IsolateContext::Kept::kNone) ++quotes_moved_;
+}
+
+void Pipeline::NoteLayer(Layer layer, int64_t time_ns) {
+  auto [it, added] = layer_last_seen_ns_.try_emplace(layer, time_ns);
+  if (added) {
+    ++news_;
+    return;
+  }
+  // Still in the last window: the layer already counted as having data.
+  if (it->second < last_isolation_.since_ns && time_ns > it->second) ++news_;
+  it->second = std::max(it->second, time_ns);
 }
 
 IsolateInput Pipeline::BuildInput(std::vector<Finding> findings, int64_t now_ns) const {
@@ -220,7 +237,7 @@ bool Pipeline::RefreshFindings() {
   // (a GPU's index learnt) renames components, so every cache starts over.
   const bool inventory_moved = !SameGpus(context_.inventory().gpus(), cache_inventory_);
   if (inventory_moved) cache_inventory_ = context_.inventory().gpus();
-  bool asked = false;
+  bool moved = false;
   for (size_t i = 0; i < detectors_.size(); ++i) {
     DetectorCache& c = caches_[i];
     const std::optional<uint64_t> revision = detectors_[i]->Revision();
@@ -228,19 +245,24 @@ bool Pipeline::RefreshFindings() {
                        revision == c.revision;
     if (reuse) {
       ++stats_.detector_reuses;
-    } else {
-      ++stats_.detector_recomputations;
-      ++stats_.recomputations_by_detector[std::string(detectors_[i]->name())];
-      c.findings = detectors_[i]->Findings();
-      c.revision = revision;
-      c.valid = true;
-      c.stored = false;
-      c.keys.clear();
-      c.ordinals.clear();
-      asked = true;
+      continue;
     }
+    ++stats_.detector_recomputations;
+    ++stats_.recomputations_by_detector[std::string(detectors_[i]->name())];
+    std::vector<Finding> fresh = detectors_[i]->Findings();
+    c.revision = revision;
+    // Asked because a reading reached it (every poll of an idle node), a detector mostly
+    // answers what it did before: then its keys, its comparison with the store and the
+    // isolator's answer all stand.
+    if (options_.reuse_unchanged_findings && c.valid && !inventory_moved && fresh == c.findings) continue;
+    c.findings = std::move(fresh);
+    c.valid = true;
+    c.stored = false;
+    c.keys.clear();
+    c.ordinals.clear();
+    moved = true;
   }
-  return asked;
+  return moved;
 }
 
 std::vector<Finding> Pipeline::AllFindings() const {
@@ -326,13 +348,14 @@ Result<EvaluateResult> Pipeline::Evaluate(int64_t now_ns) {
   const int64_t since = now_ns - options_.window_ns;
   context_.Forget(since);
   EvaluateResult result;
-  const bool asked = RefreshFindings();
+  const bool findings_moved = RefreshFindings();
   auto stored = StoreFindings();
   if (!stored.ok()) return stored.status();
   result.findings_stored = *stored;
   const LastIsolation& last = last_isolation_;
-  if (options_.reuse_unchanged_findings && last.valid && !asked && last.fed == fed_ && now_ns >= last.now_ns &&
-      since <= last.expires_ns) {
+  const bool fresh_enough = last.quotes_moved == quotes_moved_ || now_ns - last.now_ns < options_.isolate_refresh_ns;
+  if (options_.reuse_unchanged_findings && last.valid && !findings_moved && last.news == news_ && fresh_enough &&
+      now_ns >= last.now_ns && since <= last.expires_ns) {
     ++stats_.isolations_skipped;
     result.diagnoses = last.diagnoses;
   } else {
@@ -341,9 +364,11 @@ Result<EvaluateResult> Pipeline::Evaluate(int64_t now_ns) {
     const IsolateInput input = BuildInput(std::move(findings), now_ns);
     result.diagnoses = Isolate(input, options_.isolate);
     last_isolation_ = {.valid = true,
-                       .fed = fed_,
+                       .news = news_,
+                       .quotes_moved = quotes_moved_,
                        .now_ns = now_ns,
-                       .expires_ns = EarliestExpiry(input, layer_last_seen_ns_),
+                       .since_ns = since,
+                       .expires_ns = EarliestExpiry(input, layer_last_seen_ns_, since),
                        .diagnoses = result.diagnoses};
   }
   if (!result.diagnoses.empty()) {

@@ -51,6 +51,11 @@ struct PipelineOptions {
   // Detector events untouched this long (log time) are forgotten ([agent]
   // detector_horizon; DetectorContext::event_horizon_ns); never shorter than window_ns.
   int64_t event_horizon_ns = 86'400'000'000'000;
+  // The isolator's last answer is reused while its findings and layers with data are the
+  // same; readings (every poll of an idle node) move only what its ruled-out layers quote
+  // (the latest reading of each series, its value and time), so they make it run again
+  // at most this often. 0 = at every evaluation after any reading, as if uncached.
+  int64_t isolate_refresh_ns = 60'000'000'000;
 };
 
 // The pipeline options the agent config asks for.
@@ -106,10 +111,14 @@ class Pipeline {
  private:
   // Takes the observation: the detectors see it, then the isolator's context keeps it.
   void Feed(Observation obs);
+  // `layer` had data at `time_ns`: news for the isolator when the layer was out of the
+  // last isolation's window (or never seen), since it then joins layers_with_data.
+  void NoteLayer(Layer layer, int64_t time_ns);
   // One Store::Append of the cursors and the observations the filter keeps.
   Result<AppendStats> StoreBatch(const SourceBatch& batch);
   IsolateInput BuildInput(std::vector<Finding> findings, int64_t now_ns) const;
-  // Refreshes caches_ (asks each detector whose input moved); true when any was asked.
+  // Refreshes caches_ (asks each detector whose input moved); true when any detector's
+  // findings changed (or the inventory did).
   bool RefreshFindings();
   // Every detector's current findings, in detector order.
   std::vector<Finding> AllFindings() const;
@@ -144,19 +153,23 @@ class Pipeline {
   };
   std::vector<DetectorCache> caches_;         // parallel to detectors_
   std::vector<GpuIdentity> cache_inventory_;  // the inventory the caches were computed with
-  // The isolator's last answer and what it was computed from: reused while no detector
-  // was asked again, nothing was fed and the window's start has not passed anything in
-  // its input (the input is then the same, so is the answer).
+  // The isolator's last answer and what it was computed from: reused while no detector's
+  // findings changed, no layer came back and the window's start has not passed anything in
+  // its input (its conclusions are then the same), and for at most isolate_refresh_ns
+  // after readings arrived (they move only what it quotes).
   struct LastIsolation {
     bool valid = false;
-    uint64_t fed = 0;        // fed_ then
+    uint64_t news = 0;          // news_ then
+    uint64_t quotes_moved = 0;  // quotes_moved_ then
     int64_t now_ns = 0;      // the evaluation's time (a clock stepped back recomputes)
+    int64_t since_ns = 0;    // its window's start
     int64_t expires_ns = 0;  // the window's start past this drops something from the input
     std::vector<Diagnosis> diagnoses;
   };
   LastIsolation last_isolation_;
-  uint64_t fed_ = 0;                                // observations fed to the detectors (and batches ingested) so far
-  std::map<Layer, int64_t> layer_last_seen_ns_;     // which layers had data, and when
+  uint64_t news_ = 0;          // layers (back) in the isolator's window so far
+  uint64_t quotes_moved_ = 0;  // readings kept as the latest of their series so far
+  std::map<Layer, int64_t> layer_last_seen_ns_;  // which layers had data, and when
   // What a stored finding's row says that can change, as last written: enough to tell
   // news from a repeat (SameAs) without keeping a third copy of every finding's
   // evidence (the detectors' state and the caches hold it already).

@@ -41,6 +41,7 @@ class NvmlSource final : public AgentSource {
       o.library_path = options_.library_path;
       o.node = node_;
       o.clock = &clock_;
+      o.slow_every = static_cast<int>(options_.slow_every);
       auto opened = nvml::NvmlCollector::Open(std::move(o));
       if (!opened.ok()) return opened.status();
       collector_ = std::move(opened).value();

@@ -59,7 +59,8 @@ TEST_F(CliBenchAgentRest, AShortRunWithTheSimulatedNodePrintsEveryFigure) {
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   for (const char* f : {"cpu_percent_of_one_core", "cpu_percent_agent_threads", "rss_mib", "pss_mib", "uss_mib",
                         "anonymous_mib", "store_rows_per_hour", "store_bytes_per_hour",
-                        "findings_written_without_new_input", "evaluations_at_rest", "fault_to_diagnosis_ms"}) {
+                        "findings_written_without_new_input", "evaluations_at_rest", "isolator_runs_at_rest",
+                        "fault_to_diagnosis_ms"}) {
     EXPECT_NE(r.out.find(std::string("\n") + f + ": "), std::string::npos) << f << "\n" << r.out;
   }
   EXPECT_GE(Field(r.out, "cpu_percent_of_one_core"), 0);

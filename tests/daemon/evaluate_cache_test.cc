@@ -4,6 +4,7 @@
 // the window included.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -133,11 +134,13 @@ struct Played {
   PipelineStats stats;
 };
 
-Played Play(const std::vector<Step>& script, int64_t window_ns, bool reuse) {
+// refresh_ns 0: the cached answers must equal the uncached ones exactly, quotes included.
+Played Play(const std::vector<Step>& script, int64_t window_ns, bool reuse, int64_t refresh_ns = 0) {
   auto store = MemoryStore();
   PipelineOptions options;
   options.window_ns = window_ns;
   options.reuse_unchanged_findings = reuse;
+  options.isolate_refresh_ns = refresh_ns;
   Pipeline pipeline(*store, "node7", options, nullptr);
   Played run;
   for (const Step& step : script) {
@@ -187,6 +190,178 @@ TEST(DaemonEvaluateCache, SameAnswersWithAndWithoutTheCacheFindingsAgeingOutIncl
   EXPECT_LT(cached.stats.findings_compared, fresh.stats.findings_compared);
   EXPECT_GT(cached.stats.isolations_skipped, 0u);
   EXPECT_EQ(fresh.stats.isolations_skipped, 0u);
+}
+
+// An idle node's polls: every GPU and BMC reading comes again unchanged every 10 s, a
+// job reports its steps, the evaluation runs every 5 s; then one reading changes, a
+// fault arrives, and the BMC goes silent past the window and comes back.
+std::vector<Step> IdleScript(int64_t window_ns) {
+  std::vector<Step> steps;
+  int64_t t = kT0;
+  double temperature = 40;
+  bool bmc = true;
+  auto evaluate_for = [&](int64_t span) {
+    for (int64_t end = t + span; t < end;) {
+      t += 5 * kSec;
+      Step& step = steps.emplace_back(Step{t, {}});
+      if ((t - kT0) % (10 * kSec) != 0) continue;  // polls every other evaluation
+      std::vector<Observation> gpu;
+      for (int i = 0; i < 4; ++i) {
+        gpu.push_back(Nvml(t, ObsKind::kTemperature, temperature, i, {{"sensor", "gpu"}}));
+        gpu.push_back(Nvml(t, ObsKind::kEccSbe, 0, i, {{"counter", "volatile"}}));
+      }
+      step.batches.push_back({Layer::kGpu, Batch(std::move(gpu))});
+      if (bmc) step.batches.push_back({Layer::kOob, Batch({Psu(t, 0)})});
+      step.batches.push_back({Layer::kWorkload, Batch({testing::Step(t, 1.0)})});
+    }
+  };
+  // The boot's kernel lines, hours old: a layer out of the window from the start, which
+  // must not make every cached answer expire at once.
+  steps.push_back(Step{t, {{Layer::kOs, Batch({GpuIdentityLine(t - 3 * 60 * kMin, "7f", "GPU-7f7f", 1)})}}});
+  evaluate_for(10 * kMin);
+  temperature = 47;  // a reading that changes: quoted within the refresh
+  evaluate_for(2 * kMin);
+  steps.back().batches.push_back({Layer::kOs, Batch({Xid(t, 79, "5d", 0, 2)})});
+  evaluate_for(3 * kMin);
+  bmc = false;  // the BMC stops answering past the window...
+  evaluate_for(window_ns + 2 * kMin);
+  bmc = true;  // ...and comes back: its layer is ruled out again at once
+  evaluate_for(2 * kMin);
+  return steps;
+}
+
+// The diagnoses with what their ruled-out layers quote blanked (the readings, their
+// values and times): what a cached answer may differ in, by at most the refresh period.
+// Everything concluded (causes, components, actions, evidence chains, which layers are
+// ruled out) must be the same.
+std::vector<Diagnosis> WithoutQuotes(std::vector<Diagnosis> diagnoses) {
+  for (Diagnosis& d : diagnoses) {
+    for (RuledOut& r : d.ruled_out) {
+      r.reason = r.reason.substr(0, r.reason.find(':'));
+      r.evidence.clear();
+    }
+  }
+  return diagnoses;
+}
+
+int64_t OldestQuotedTime(const std::vector<Diagnosis>& diagnoses) {
+  int64_t oldest = std::numeric_limits<int64_t>::max();
+  for (const Diagnosis& d : diagnoses) {
+    for (const RuledOut& r : d.ruled_out) {
+      for (const Evidence& e : r.evidence) oldest = std::min(oldest, e.time_ns);
+    }
+  }
+  return oldest;
+}
+
+TEST(DaemonEvaluateCache, ReadingsRerunTheIsolatorOnlyAtTheRefreshAndNeverChangeItsConclusions) {
+  const int64_t window = 10 * kMin;
+  const int64_t refresh = 60 * kSec;
+  const std::vector<Step> script = IdleScript(window);
+  const Played cached = Play(script, window, true, refresh);
+  const Played fresh = Play(script, window, false, refresh);
+  ASSERT_EQ(cached.results.size(), script.size());
+  ASSERT_EQ(fresh.results.size(), script.size());
+  bool faulted = false, oob_back = false, quoted_47 = false;
+  int oob_gone = 0;
+  int64_t changed_at = 0, cached_quoted_47_at = 0;
+  for (size_t i = 0; i < script.size(); ++i) {
+    SCOPED_TRACE("evaluation " + std::to_string(i) + " at +" + std::to_string((script[i].t - kT0) / kSec) + " s");
+    const std::vector<Diagnosis>& c = cached.results[i].diagnoses;
+    const std::vector<Diagnosis>& f = fresh.results[i].diagnoses;
+    // The same conclusions; quotes never staler than the refresh plus one poll.
+    EXPECT_EQ(WithoutQuotes(c), WithoutQuotes(f));
+    EXPECT_GE(OldestQuotedTime(c), OldestQuotedTime(f) - refresh - 10 * kSec);
+    EXPECT_EQ(cached.results[i].diagnosis_stored, fresh.results[i].diagnosis_stored);
+    if (f.empty() || c.empty()) continue;
+    faulted = faulted || f.front().fault_class == FaultClass::kGpuFellOffBus;
+    bool oob = false;
+    for (const RuledOut& r : f.front().ruled_out) {
+      oob = oob || r.layer == Layer::kOob;
+      const bool now_47 = r.reason.find(" 47") != std::string::npos;
+      if (now_47 && !quoted_47) changed_at = script[i].t;
+      quoted_47 = quoted_47 || now_47;
+    }
+    for (const RuledOut& r : c.front().ruled_out) {
+      if (cached_quoted_47_at == 0 && r.reason.find(" 47") != std::string::npos) cached_quoted_47_at = script[i].t;
+    }
+    if (!oob) ++oob_gone;
+    if (oob && oob_gone > 0) oob_back = true;
+  }
+  // The script means something: a fault, a changed reading quoted, a layer that left
+  // the window and came back.
+  EXPECT_TRUE(faulted);
+  EXPECT_TRUE(quoted_47);
+  // The changed reading is quoted by the cached answer too, within the refresh.
+  ASSERT_GT(cached_quoted_47_at, 0);
+  EXPECT_LE(cached_quoted_47_at - changed_at, refresh);
+  EXPECT_GT(oob_gone, 0);
+  EXPECT_TRUE(oob_back);
+  // ...and the cache did its work: most evaluations reused the last answer although a
+  // reading arrived before every other one.
+  EXPECT_EQ(fresh.stats.isolations_skipped, 0u);
+  EXPECT_GT(cached.stats.isolations_skipped, script.size() * 3 / 4);
+  EXPECT_EQ(cached.stored_findings, fresh.stored_findings);
+}
+
+// A reading changes what the answer quotes, never what it concludes: quoted within the
+// refresh period, while a layer coming back into the window is news at once.
+TEST(DaemonEvaluateCache, AChangedReadingIsQuotedWithinTheRefreshAndALayerBackAtOnce) {
+  auto store = MemoryStore();
+  PipelineOptions options;
+  options.window_ns = 10 * kMin;
+  Pipeline pipeline(*store, "node7", options, nullptr);
+  int64_t t = kT0;
+  for (int i = 0; i < 6; ++i, t += 10 * kSec) {
+    ASSERT_TRUE(pipeline.Ingest(Layer::kOob, Batch({Psu(t, 0)})).ok());
+    ASSERT_TRUE(pipeline.Evaluate(t + kSec).ok());
+  }
+  EXPECT_GE(pipeline.stats().isolations_skipped, 4u);  // the same reading again: the answer is reused
+  Observation changed = Psu(t, 0);
+  changed.attrs["state"] = "StandbySpare";
+  ASSERT_TRUE(pipeline.Ingest(Layer::kOob, Batch({changed})).ok());
+  auto quotes_state = [](const EvaluateResult& r) {
+    if (r.diagnoses.empty()) return int64_t{0};
+    for (const RuledOut& ro : r.diagnoses.front().ruled_out) {
+      for (const Evidence& e : ro.evidence) {
+        if (e.component.find("psu") != std::string::npos && e.time_ns > 0) return e.time_ns;
+      }
+    }
+    return int64_t{0};
+  };
+  int64_t quoted = 0;
+  for (int64_t at = t + kSec; at <= t + 61 * kSec && quoted != t; at += 5 * kSec) {
+    auto r = pipeline.Evaluate(at);
+    ASSERT_TRUE(r.ok());
+    ASSERT_FALSE(r->diagnoses.empty());
+    quoted = quotes_state(*r);
+  }
+  EXPECT_EQ(quoted, t);  // the changed reading, within the minute
+  // The BMC silent past the window: its layer leaves the answer; back, it returns at once.
+  t += 11 * kMin;
+  auto gone = pipeline.Evaluate(t);
+  ASSERT_TRUE(gone.ok());
+  EXPECT_EQ(quotes_state(*gone), 0);
+  ASSERT_TRUE(pipeline.Ingest(Layer::kOob, Batch({Psu(t + kSec, 0)})).ok());
+  auto back = pipeline.Evaluate(t + 2 * kSec);
+  ASSERT_TRUE(back.ok());
+  ASSERT_FALSE(back->diagnoses.empty());
+  EXPECT_EQ(quotes_state(*back), t + kSec);
+}
+
+TEST(DaemonEvaluateCache, RefreshZeroRerunsAfterEveryReading) {
+  auto store = MemoryStore();
+  PipelineOptions options;
+  options.isolate_refresh_ns = 0;
+  Pipeline pipeline(*store, "node7", options, nullptr);
+  for (int i = 0; i < 6; ++i) {
+    ASSERT_TRUE(pipeline.Ingest(Layer::kOob, Batch({Psu(kT0 + i * 10 * kSec, 0)})).ok());
+    ASSERT_TRUE(pipeline.Evaluate(kT0 + i * 10 * kSec + kSec).ok());
+  }
+  EXPECT_EQ(pipeline.stats().isolations_skipped, 0u);
+  // Nothing new at all: reused even so.
+  ASSERT_TRUE(pipeline.Evaluate(kT0 + 60 * kSec).ok());
+  EXPECT_EQ(pipeline.stats().isolations_skipped, 1u);
 }
 
 TEST(DaemonEvaluateCache, AnUnchangedDetectorIsNotAskedAgain) {

@@ -244,6 +244,47 @@ TEST(IsolateContextTest, ForgetDropsWhatLeftTheWindow) {
   EXPECT_EQ(context.inventory().gpus().size(), 1u);  // identity outlives the window
 }
 
+// Keep says what it did to what the isolator quotes: a cached answer is reused after a
+// refresh (the same reading again) but not after a move (a new series, a changed value,
+// key or attribute); an older reading or a report changes nothing quoted.
+TEST(IsolateContextTest, KeepTellsAMovedReadingFromTheSameOneAgain) {
+  using Kept = IsolateContext::Kept;
+  IsolateContext context;
+  EXPECT_EQ(context.Keep(Reading(kT0, Layer::kGpu, Nvml0(), ObsKind::kTemperature, 40)), Kept::kMoved);
+  EXPECT_EQ(context.Keep(Reading(kT0 + kMin, Layer::kGpu, Nvml0(), ObsKind::kTemperature, 40)), Kept::kRefreshed);
+  EXPECT_EQ(context.Keep(Reading(kT0, Layer::kGpu, Nvml0(), ObsKind::kTemperature, 45)), Kept::kNone);  // older
+  EXPECT_EQ(context.Keep(Reading(kT0 + 2 * kMin, Layer::kGpu, Nvml0(), ObsKind::kTemperature, 41)), Kept::kMoved);
+  Observation attr = Reading(kT0 + 3 * kMin, Layer::kGpu, Nvml0(), ObsKind::kTemperature, 41);
+  attr.attrs["slowdown"] = "87";
+  EXPECT_EQ(context.Keep(Observation(attr)), Kept::kMoved);
+  ComponentRef renamed = Nvml0();
+  renamed.keys["serial"] = "1650";
+  EXPECT_EQ(context.Keep(Reading(kT0 + 4 * kMin, Layer::kGpu, renamed, ObsKind::kTemperature, 41)), Kept::kMoved);
+  EXPECT_EQ(context.Keep(Reading(kT0 + 4 * kMin, Layer::kWorkload, HostComponent(), ObsKind::kStepTime, 1)),
+            Kept::kNone);
+  // The refreshed reading carries its new time: what the window and a quote see.
+  EXPECT_EQ(context.Keep(Reading(kT0 + 9 * kMin, Layer::kGpu, renamed, ObsKind::kTemperature, 41)), Kept::kRefreshed);
+  const IsolateInputParts parts = context.Parts();
+  ASSERT_EQ(parts.borrowed.size(), 2u);
+  EXPECT_EQ(parts.borrowed[0]->time_ns, kT0 + 9 * kMin);
+}
+
+// A series that stops coming ages out at its last time while the ones that keep coming
+// stay, however many windows pass (Forget scans only when something can have aged out).
+TEST(IsolateContextTest, ForgetDropsASilentSeriesAndKeepsTheRefreshedOnes) {
+  IsolateContext context;
+  ComponentRef gpu1 = GpuComponent("1");
+  for (int m = 0; m <= 120; ++m) {
+    const int64_t t = kT0 + m * kMin;
+    context.Keep(Reading(t, Layer::kGpu, Nvml0(), ObsKind::kTemperature, 40));
+    if (m <= 50) context.Keep(Reading(t, Layer::kGpu, gpu1, ObsKind::kTemperature, 40));
+    context.Forget(t - 30 * kMin);
+    const size_t expected = m <= 80 ? 2u : 1u;  // gpu/1's last reading at +50 min leaves at +81
+    ASSERT_EQ(context.Parts().borrowed.size(), expected) << "at +" << m << " min";
+  }
+  EXPECT_EQ(context.Parts().borrowed[0]->component.name, "0");
+}
+
 TEST(IsolateContextTest, AFloodOfSeriesAndReportsIsBounded) {
   IsolateContext context(Inventory{}, IsolateContextOptions{.max_readings = 10, .max_workload = 5});
   for (int i = 0; i < 1000; ++i) {

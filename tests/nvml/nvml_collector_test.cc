@@ -275,6 +275,54 @@ TEST_F(NvmlCollectorTest, CountersChangeBetweenSamples) {
   EXPECT_EQ(ValueOf(second, ObsKind::kEccSbe, "gpu/1", {{"counter", "volatile"}, {"location", "dram"}}), 3);
 }
 
+// The slow fields (NVLink, per-location ECC, retired pages, remapped rows) at every
+// slow_every-th sample, the first included; the fast ones at each; a GPU count that
+// changed reads everything at once.
+TEST_F(NvmlCollectorTest, SlowFieldsAreReadAtEverySlowEveryThSample) {
+  Json state = Node(2);
+  env_.Write(state);
+  NvmlOptions options = FakeOptions(&clock_);
+  options.slow_every = 3;
+  auto opened = NvmlCollector::Open(options);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  NvmlCollector& c = **opened;
+  auto has_slow = [](const NvmlSample& s) {
+    bool nvlink = false, location = false, retired = false, remap = false;
+    for (const Observation& o : s.observations) {
+      nvlink = nvlink || o.kind == ObsKind::kNvlinkCrcFlit || o.kind == ObsKind::kNvlinkState;
+      location = location || o.attrs.count("location") > 0;
+      retired = retired || o.kind == ObsKind::kRetiredPages;
+      remap = remap || o.kind == ObsKind::kRowRemapPending;
+    }
+    EXPECT_EQ(nvlink, location);
+    EXPECT_EQ(nvlink, retired);
+    EXPECT_EQ(nvlink, remap);
+    return nvlink;
+  };
+  std::vector<bool> slow;
+  for (int i = 0; i < 7; ++i) {
+    if (i == 4) {  // a slow-field change between full reads: seen at the next one
+      state["gpus"][1]["nvlink"][3]["crc_flit"] = 77;
+      env_.Write(state);
+    }
+    NvmlSample s = c.Sample();
+    slow.push_back(has_slow(s));
+    // The fast fields at every sample.
+    EXPECT_EQ(Find(s, ObsKind::kTemperature, "gpu/1").empty(), false) << i;
+    EXPECT_EQ(Find(s, ObsKind::kPcieReplay, "gpu/0").size(), 1u) << i;
+    EXPECT_EQ(Find(s, ObsKind::kEccSbe, "gpu/0", {{"counter", "volatile"}}).empty(), false) << i;
+    if (i == 6) {
+      EXPECT_EQ(ValueOf(s, ObsKind::kNvlinkCrcFlit, "nvlink/1/3"), 77);
+    }
+    clock_.Advance(10'000'000'000);
+  }
+  EXPECT_EQ(slow, (std::vector<bool>{true, false, false, true, false, false, true}));
+  // A GPU more: everything at once, and the cadence starts over from it.
+  env_.Write(Node(3));
+  EXPECT_TRUE(has_slow(c.Sample()));
+  EXPECT_FALSE(has_slow(c.Sample()));
+}
+
 TEST_F(NvmlCollectorTest, GpuLostMidRun) {
   Json state = Node(4);
   env_.Write(state);

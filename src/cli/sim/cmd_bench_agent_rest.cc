@@ -598,6 +598,7 @@ int RunRest(const RestArgs& a) {
 
   // Rest: nothing written by the bench.
   const daemon::AgentStats s0 = (*agent)->stats();
+  const daemon::PipelineStats p0 = (*agent)->pipeline_stats();
   const StoreSnapshot st0 = SnapshotStore(config.agent.store_path);
   const Memory m0 = ReadMemory();
   const auto threads0 = ThreadCpuSeconds();
@@ -634,6 +635,7 @@ int RunRest(const RestArgs& a) {
   const std::string heap = HeapBreakdown();
   const StoreSnapshot st1 = SnapshotStore(config.agent.store_path);
   const daemon::AgentStats s1 = (*agent)->stats();
+  const daemon::PipelineStats p1 = (*agent)->pipeline_stats();
 
   // Faults: one at a time, each until its finding is committed (or 10 s).
   std::vector<double> latencies_ms;
@@ -719,6 +721,13 @@ int RunRest(const RestArgs& a) {
   std::printf("evaluations_at_rest: %llu (%.2f/s)\n", static_cast<unsigned long long>(s1.evaluations - s0.evaluations),
               static_cast<double>(s1.evaluations - s0.evaluations) / wall);
   std::printf("polls_at_rest: %llu\n", static_cast<unsigned long long>(s1.polls - s0.polls));
+  std::printf("isolator_runs_at_rest: %llu (answers reused at %llu evaluations); "
+              "detectors asked %llu times, reused %llu\n",
+              static_cast<unsigned long long>((s1.evaluations - s0.evaluations) -
+                                              (p1.isolations_skipped - p0.isolations_skipped)),
+              static_cast<unsigned long long>(p1.isolations_skipped - p0.isolations_skipped),
+              static_cast<unsigned long long>(p1.detector_recomputations - p0.detector_recomputations),
+              static_cast<unsigned long long>(p1.detector_reuses - p0.detector_reuses));
   if (a.faults > 0) {
     std::printf(
         "fault_to_diagnosis_ms: faults %d, measured %zu, missed %d, median %.2f, p99 %.2f, max %.2f "
@@ -773,7 +782,8 @@ void AddBenchAgentRestCommand(CliApp& app) {
       "exit: the anonymous and private (USS) figures are the agent's own), a timeline (the agent threads' CPU,\n"
       "PSS and anonymous memory at each tenth of the rest phase, at least 10 s apart: flat or creeping),\n"
       "store_rows_per_hour and store_bytes_per_hour (read-only store snapshots), findings and diagnoses\n"
-      "written without new input, evaluations and polls at rest, and fault_to_diagnosis_ms (median, p99,\n"
+      "written without new input, evaluations and polls at rest, isolator_runs_at_rest (evaluations whose\n"
+      "answer was computed, not reused; detectors asked and reused), and fault_to_diagnosis_ms (median, p99,\n"
       "max: from just before write() to the end of the evaluation that committed the fault's finding),\n"
       "gpu_lost_to_diagnosis_ms (from the node publishing the lost GPU's NVML state to that evaluation).\n"
       "\n"

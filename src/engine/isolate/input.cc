@@ -1,6 +1,7 @@
 #include "engine/isolate/input.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -119,28 +120,52 @@ void IsolateContext::Observe(const Observation& obs) {
 
 void IsolateContext::Learn(const Observation& obs) { LearnGpuIdentity(obs, inventory_); }
 
-void IsolateContext::Keep(Observation&& obs) {
+namespace {
+
+// Everything the isolator could quote of a reading but its time.
+bool SameButTime(const Observation& a, const Observation& b) {
+  return a.layer == b.layer && a.kind == b.kind && a.source == b.source && a.value == b.value && a.code == b.code &&
+         a.count == b.count && a.text == b.text && a.raw == b.raw && a.node == b.node && a.component == b.component &&
+         a.attrs == b.attrs;
+}
+
+}  // namespace
+
+IsolateContext::Kept IsolateContext::Keep(Observation&& obs) {
   if (obs.layer == Layer::kWorkload) {
     workload_.push_back(std::move(obs));
     while (workload_.size() > options_.max_workload) workload_.pop_front();
-    return;
+    return Kept::kNone;  // reports are not quoted: they count only as the layer's data
   }
   auto key = std::make_pair(obs.component.Id(), obs.kind);
   auto it = latest_.find(key);
   if (it == latest_.end()) {
     if (latest_.size() >= options_.max_readings) {
       ++readings_dropped_;
-      return;
+      return Kept::kNone;
     }
+    if (latest_.empty() || obs.time_ns < oldest_reading_ns_) oldest_reading_ns_ = obs.time_ns;
     latest_.emplace(std::move(key), std::move(obs));
-    return;
+    return Kept::kMoved;
   }
-  if (it->second.time_ns <= obs.time_ns) it->second = std::move(obs);
+  Observation& kept = it->second;
+  if (kept.time_ns > obs.time_ns) return Kept::kNone;
+  if (SameButTime(kept, obs)) {  // the same reading again: only its times move
+    kept.time_ns = obs.time_ns;
+    kept.mono_us = obs.mono_us;
+    kept.seq = obs.seq;
+    return Kept::kRefreshed;
+  }
+  kept = std::move(obs);
+  return Kept::kMoved;
 }
 
 void IsolateContext::Forget(int64_t before_ns) {
   while (!workload_.empty() && workload_.front().time_ns < before_ns) workload_.pop_front();
+  if (latest_.empty() || oldest_reading_ns_ >= before_ns) return;
   std::erase_if(latest_, [before_ns](const auto& entry) { return entry.second.time_ns < before_ns; });
+  oldest_reading_ns_ = std::numeric_limits<int64_t>::max();
+  for (const auto& [key, o] : latest_) oldest_reading_ns_ = std::min(oldest_reading_ns_, o.time_ns);
 }
 
 IsolateInputParts IsolateContext::Parts() const {

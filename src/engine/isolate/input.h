@@ -77,7 +77,13 @@ class IsolateContext {
   // the detectors see it (they read the inventory), Keep after (moved in: an agent
   // feeds ~100 readings a second and copying each one's maps was a fifth of its ingest).
   void Learn(const Observation& obs);
-  void Keep(Observation&& obs);
+  // What Keep did to the readings the isolator quotes: kMoved when a series is new or its
+  // reading changed in anything but its time, kRefreshed when only the time moved (the
+  // same reading again: an idle node's every poll), kNone otherwise (a workload report,
+  // an older reading, a series past max_readings). A caller caching the isolator's
+  // answer re-runs it on kMoved; a refresh changes nothing but the quoted times.
+  enum class Kept { kNone, kRefreshed, kMoved };
+  Kept Keep(Observation&& obs);
   // Drops readings and reports dated before `before_ns` (the agent's sliding window).
   void Forget(int64_t before_ns);
 
@@ -97,6 +103,9 @@ class IsolateContext {
   std::map<std::pair<std::string, ObsKind>, Observation> latest_;
   std::deque<Observation> workload_;
   size_t readings_dropped_ = 0;
+  // No reading in latest_ is older than this: Forget scans the map only when the window's
+  // start passed it (readings refresh every poll, so a scan is rare, not every evaluation).
+  int64_t oldest_reading_ns_ = 0;
 };
 
 }  // namespace faultline

@@ -58,6 +58,10 @@ NvmlSample NvmlCollector::Sample() {
     return sample;
   }
   sample.gpu_count = static_cast<int>(count);
+  // A GPU come or gone starts the slow fields' cadence over: read them all now.
+  if (sample.gpu_count != last_count_) samples_ = 0;
+  last_count_ = sample.gpu_count;
+  const bool slow = options_.slow_every <= 1 || samples_++ % static_cast<uint64_t>(options_.slow_every) == 0;
   for (unsigned int i = 0; i < count; ++i) {
     NvmlDevice device = nullptr;
     const NvmlReturn hrc = api_.get_handle_by_index(i, &device);
@@ -74,7 +78,7 @@ NvmlSample NvmlCollector::Sample() {
                     "gpu " + std::to_string(i) + ": nvmlDeviceGetHandleByIndex_v2: " + NvmlErrorName(hrc)});
       continue;
     }
-    ReadGpu(api_, options_, sample.time_ns, i, device, sample);
+    ReadGpu(api_, options_, sample.time_ns, i, device, sample, slow);
   }
   return sample;
 }

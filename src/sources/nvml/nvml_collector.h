@@ -50,6 +50,16 @@ struct NvmlOptions {
   int max_nvlinks = kNvlinkMaxLinks;
   // Read per-location ECC counters (32 calls per GPU) in addition to the totals.
   bool per_location_ecc = true;
+  // The slow fields (NVLink state and error counters, per-location ECC counters, retired
+  // pages, remapped rows: ~130 of a GPU's ~150 calls) are read at every slow_every-th
+  // sample, the first one included, and whenever the GPU count changed; 1 = every sample.
+  // They move rarely, what they mean is judged over minutes (rates, by their own
+  // timestamps), and their urgent news comes faster another way (XID 48/63/64/74/79/94/95
+  // in the kernel log, NVML's ECC and GPU-lost events). The fast fields (temperatures,
+  // power, clocks, throttle reasons, ECC totals, PCIe link and replays) are read at every
+  // sample. At the agent's 10 s interval: slow fields every 30 s, as dcgm-exporter
+  // collects by default.
+  int slow_every = 3;
 };
 
 // A failed NVML call that is neither "not supported" nor "GPU lost".
@@ -83,8 +93,9 @@ class NvmlCollector {
   NvmlCollector(const NvmlApi& api, NvmlOptions options, std::vector<std::string> missing = {});
   ~NvmlCollector();
 
-  // Reads every GPU once. Never fails as a whole: a failed device count yields a sample
-  // with no observations and one NvmlError (gpu = -1).
+  // Reads every GPU once (the slow fields at every slow_every-th call). Never fails as a
+  // whole: a failed device count yields a sample with no observations and one NvmlError
+  // (gpu = -1).
   NvmlSample Sample();
 
   // Takes `count` samples (0 = until the sink returns false) `interval` apart
@@ -104,6 +115,8 @@ class NvmlCollector {
   NvmlOptions options_;
   std::unique_ptr<Clock> own_clock_;        // when options_.clock is null
   std::vector<std::string> pending_notes_;  // reported in the next sample, then cleared
+  uint64_t samples_ = 0;                    // taken so far (slow_every)
+  int last_count_ = -1;                     // GPU count of the last sample
 };
 
 }  // namespace faultline::nvml

@@ -57,8 +57,9 @@ std::string Hex(uint64_t v) {
 class GpuReader {
  public:
   GpuReader(const NvmlApi& api, const NvmlOptions& options, int64_t time_ns, unsigned index, NvmlDevice device,
-            NvmlSample& out)
-      : api_(api),
+            NvmlSample& out, bool slow)
+      : slow_(slow),
+        api_(api),
         options_(options),
         time_ns_(time_ns),
         index_(index),
@@ -71,14 +72,21 @@ class GpuReader {
 
   void Read() {
     using Step = void (GpuReader::*)();
-    static constexpr Step kSteps[] = {
-        &GpuReader::ReadIdentity,     &GpuReader::ReadEcc,          &GpuReader::ReadEccLocations,
-        &GpuReader::ReadRetiredPages, &GpuReader::ReadRemappedRows, &GpuReader::ReadTemperatures,
-        &GpuReader::ReadPower,        &GpuReader::ReadClocks,       &GpuReader::ReadClockReasons,
-        &GpuReader::ReadPcie,         &GpuReader::ReadNvlinks,
+    struct Field {
+      Step read;
+      bool slow;  // NvmlOptions::slow_every
     };
-    for (Step step : kSteps) {
-      (this->*step)();
+    static constexpr Field kFields[] = {
+        {&GpuReader::ReadIdentity, false},    {&GpuReader::ReadEcc, false},
+        {&GpuReader::ReadEccLocations, true}, {&GpuReader::ReadRetiredPages, true},
+        {&GpuReader::ReadRemappedRows, true}, {&GpuReader::ReadTemperatures, false},
+        {&GpuReader::ReadPower, false},       {&GpuReader::ReadClocks, false},
+        {&GpuReader::ReadClockReasons, false}, {&GpuReader::ReadPcie, false},
+        {&GpuReader::ReadNvlinks, true},
+    };
+    for (const Field& f : kFields) {
+      if (f.slow && !slow_) continue;
+      (this->*f.read)();
       if (lost_) return;
     }
   }
@@ -374,6 +382,7 @@ class GpuReader {
     }
   }
 
+  const bool slow_;
   const NvmlApi& api_;
   const NvmlOptions& options_;
   const int64_t time_ns_;
@@ -405,8 +414,8 @@ Observation GpuLostObservation(const NvmlOptions& options, int64_t time_ns, cons
 }
 
 void ReadGpu(const NvmlApi& api, const NvmlOptions& options, int64_t time_ns, unsigned index, NvmlDevice device,
-             NvmlSample& out) {
-  GpuReader(api, options, time_ns, index, device, out).Read();
+             NvmlSample& out, bool slow) {
+  GpuReader(api, options, time_ns, index, device, out, slow).Read();
 }
 
 }  // namespace faultline::nvml

@@ -13,9 +13,10 @@ namespace faultline::nvml {
 
 // Appends the observations and errors of GPU `index` (handle `device`) to `out`,
 // stamped with `time_ns`. Stops reading the GPU at the first GPU_IS_LOST /
-// RESET_REQUIRED, after emitting a kGpuLost observation.
+// RESET_REQUIRED, after emitting a kGpuLost observation. `slow`: the slow fields too
+// (NvmlOptions::slow_every).
 void ReadGpu(const NvmlApi& api, const NvmlOptions& options, int64_t time_ns, unsigned index, NvmlDevice device,
-             NvmlSample& out);
+             NvmlSample& out, bool slow = true);
 
 // The kGpuLost observation for GPU `index` (used when even its handle is gone).
 Observation GpuLostObservation(const NvmlOptions& options, int64_t time_ns, const ComponentRef& gpu, NvmlReturn code,

@@ -3,11 +3,12 @@
 // directory so tests and the simulator point it at a fake tree, and the fault-injecting
 // wrapper lets tests produce permission or I/O errors even when they run as root.
 //
-// Thread-safety: RootFs is immutable and thread-safe; FaultInjectingFs is not (tests
-// configure it before use).
+// Thread-safety: RootFs is thread-safe (its one mutable part, the directory handles,
+// is behind a mutex); FaultInjectingFs is not (tests configure it before use).
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,14 @@ class SysfsFs {
 };
 
 // The real filesystem under `root` ("/" on a live node).
+//
+// ReadFile opens a file relative to a handle (O_PATH) on its directory, kept from one
+// read to the next: a collector reads the same few attributes of each device at every
+// poll, and resolving /sys/bus/pci/devices/<bdf> (a symlink into the device tree) again
+// for each was half the kernel time of an idle agent's sysfs thread. A handle whose
+// directory went away (a device removed, a tree rebuilt) answers ENOENT/ENODEV/ESTALE:
+// the directory is then looked up again by path and the read retried once, so the
+// answer is always the path's as it is now.
 class RootFs final : public SysfsFs {
  public:
   explicit RootFs(std::string root);
@@ -36,10 +45,15 @@ class RootFs final : public SysfsFs {
   Result<std::vector<std::string>> ListDir(const std::string& path) const override;
   Result<std::string> RealPath(const std::string& path) const override;
   const std::string& root() const { return root_; }
+  // Directory handles held (tests; bounded by kMaxDirHandles).
+  size_t dir_handles() const;
+  static constexpr size_t kMaxDirHandles = 1024;
 
  private:
+  class DirHandles;
   std::string Full(const std::string& path) const { return root_ + path; }
   std::string root_;  // without trailing slash; "" for "/"
+  std::shared_ptr<DirHandles> dirs_;  // shared by copies: same root, same directories
 };
 
 // Wraps another SysfsFs: paths given to Fail() return that error; Replace() overrides a
