@@ -161,6 +161,8 @@ class KmsgFileSource final : public AgentSource {
     }
     auto tail = tailer_.Poll();
     if (!tail.ok()) return tail.status();
+    // A full poll's worth of lines: more is waiting that no inotify event will announce.
+    backlog_ = tail->lines.size() >= TailOptions{}.max_lines_per_poll;
     for (const std::string& line : tail->lines) {
       reader_->Feed(line);
       reader_->Feed("\n");
@@ -193,9 +195,10 @@ class KmsgFileSource final : public AgentSource {
       cancel_.Sleep(TimeoutMs(max_wait_ns));
       return;
     }
-    // Events about other files of the directory are read and the wait goes on.
-    const auto until =
-        std::chrono::steady_clock::now() + std::chrono::nanoseconds(std::max(max_wait_ns, kWatchedWaitNs));
+    // Events about other files of the directory are read and the wait goes on. A backlog
+    // (a long log read from its start) is read at the interval, as without a watch.
+    const int64_t wait_ns = backlog_ ? max_wait_ns : std::max(max_wait_ns, kWatchedWaitNs);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(wait_ns);
     for (;;) {
       const int64_t left =
           std::chrono::duration_cast<std::chrono::nanoseconds>(until - std::chrono::steady_clock::now()).count();
@@ -267,6 +270,7 @@ class KmsgFileSource final : public AgentSource {
   int inotify_fd_ = -1;
   bool inotify_failed_ = false;
   bool watching_ = false;  // the last Poll armed a watch
+  bool backlog_ = false;   // the last Poll stopped at max_lines_per_poll: more is waiting
   int dir_wd_ = -1;
   int file_wd_ = -1;
   std::string dir_, base_;

@@ -216,7 +216,8 @@ void Pipeline::NoteLayer(Layer layer, int64_t time_ns) {
     ++news_;
     return;
   }
-  // Still in the last window: the layer already counted as having data.
+  // A layer silent past the last isolation's window and heard again is news; one still in
+  // the window already counted as having data.
   if (it->second < last_isolation_.since_ns && time_ns > it->second) ++news_;
   it->second = std::max(it->second, time_ns);
 }

@@ -334,6 +334,28 @@ TEST(DaemonKmsgWake, AWatchedSourceOutwaitsItsShortIntervalAndStillWakesForALine
   ::close(writer);
 }
 
+// A log read from its start holds more than one poll's lines: no inotify event announces
+// the rest, so the file source waits only its interval while a backlog remains, then
+// outwaits it again.
+TEST(DaemonKmsgWake, AFileBacklogIsReadAtTheIntervalNotTheLongWait) {
+  ScratchDir dir("backlog");
+  const std::string log = dir.File("kern.log");
+  std::string text;
+  for (int i = 0; i < 10'050; ++i) text += "usb 1-1: new high-speed USB device number " + std::to_string(i) + "\n";
+  AppendText(log, text);
+  SystemClock clock;
+  auto source = MakeKmsgFileSource(log, "node7", clock, std::nullopt);
+  ASSERT_TRUE(source->Poll(clock.MonotonicNs() + kSec).ok());  // the first 10,000 lines
+  auto waited = WaitAsync(*source, 10'000'000);
+  EXPECT_EQ(waited.wait_for(std::chrono::seconds(20)), std::future_status::ready);  // not the 30 s wait
+  ASSERT_TRUE(Returned(waited, *source));
+  ASSERT_TRUE(source->Poll(clock.MonotonicNs() + kSec).ok());  // the last 50
+  auto idle = WaitAsync(*source, 10'000'000);
+  EXPECT_EQ(idle.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout);
+  source->Cancel();
+  ASSERT_TRUE(Returned(idle, *source));
+}
+
 TEST(DaemonKmsgWake, FileSourceWakesOnAppendCreationAndRotation) {
   ScratchDir dir("follow");
   const std::string log = dir.File("kern.log");
