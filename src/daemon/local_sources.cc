@@ -161,8 +161,7 @@ class KmsgFileSource final : public AgentSource {
     }
     auto tail = tailer_.Poll();
     if (!tail.ok()) return tail.status();
-    // A full poll's worth of lines: more is waiting that no inotify event will announce.
-    backlog_ = tail->lines.size() >= TailOptions{}.max_lines_per_poll;
+    backlog_ = tail->more;  // waiting lines no inotify event will announce
     for (const std::string& line : tail->lines) {
       reader_->Feed(line);
       reader_->Feed("\n");

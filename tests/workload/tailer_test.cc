@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "core/clock.h"
 #include "sources/workload/file_source.h"
@@ -151,14 +152,21 @@ TEST_F(WorkloadTailTest, BoundsLinesPerPoll) {
   Append(text);
   FileTailer t(o);
   size_t total = 0, polls = 0;
+  std::vector<bool> more;  // each poll with lines: did it say more is waiting?
   while (true) {
     auto b = t.Poll();
     ASSERT_TRUE(b.ok());
-    if (b->lines.empty()) break;
+    if (b->lines.empty()) {
+      EXPECT_FALSE(b->more);  // read to the end
+      break;
+    }
     EXPECT_LE(b->lines.size(), 12u);
     total += b->lines.size();
     ++polls;
+    more.push_back(b->more);
   }
+  // Every poll but the last one stopped at the cap with lines still waiting.
+  for (size_t i = 0; i + 1 < more.size(); ++i) EXPECT_TRUE(more[i]) << "poll " << i;
   EXPECT_EQ(total, 100u);
   EXPECT_GE(polls, 8u);
 }

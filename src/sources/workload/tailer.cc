@@ -136,6 +136,7 @@ Result<TailBatch> FileTailer::Poll() {
       if (auto r = ReadAvailable(batch); !r.ok()) return r;
     }
   }
+  batch.more = batch.lines.size() >= options_.max_lines_per_poll;
   batch.position = position();
   return batch;
 }

@@ -46,6 +46,7 @@ struct TailBatch {
   size_t oversized_lines = 0;
   bool rotated = false;    // switched to a new file at the path
   bool truncated = false;  // the file shrank; restarted at offset 0
+  bool more = false;       // stopped at max_lines_per_poll: lines are waiting that no write will announce
   TailPosition position;   // after the last line in `lines`
 };
 
