@@ -207,7 +207,7 @@ void Pipeline::Feed(Observation obs) {
   // The isolator reads readings only to quote them in its ruled-out layers (its findings
   // and layers with data decide): a reading new, changed or only newer moves quotes, not
   // conclusions, so it is refreshed at most every isolate_refresh_ns.
-  if (context_.Keep(std::move(obs)) != IsolateContext::Kept::kNone) ++quotes_moved_;
+  if (context_.Keep(std::move(obs))) ++quotes_moved_;
 }
 
 void Pipeline::NoteLayer(Layer layer, int64_t time_ns) {

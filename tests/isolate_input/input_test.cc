@@ -244,29 +244,29 @@ TEST(IsolateContextTest, ForgetDropsWhatLeftTheWindow) {
   EXPECT_EQ(context.inventory().gpus().size(), 1u);  // identity outlives the window
 }
 
-// Keep says what it did to what the isolator quotes: a cached answer is reused after a
-// refresh (the same reading again) but not after a move (a new series, a changed value,
-// key or attribute); an older reading or a report changes nothing quoted.
-TEST(IsolateContextTest, KeepTellsAMovedReadingFromTheSameOneAgain) {
-  using Kept = IsolateContext::Kept;
+// Keep says whether the reading became its series' latest (what the isolator quotes
+// moved: a new series, a changed value, key or attribute, or the same reading again with
+// a newer time); an older reading or a report changes nothing quoted.
+TEST(IsolateContextTest, KeepSaysWhetherTheReadingBecameItsSeriesLatest) {
   IsolateContext context;
-  EXPECT_EQ(context.Keep(Reading(kT0, Layer::kGpu, Nvml0(), ObsKind::kTemperature, 40)), Kept::kMoved);
-  EXPECT_EQ(context.Keep(Reading(kT0 + kMin, Layer::kGpu, Nvml0(), ObsKind::kTemperature, 40)), Kept::kRefreshed);
-  EXPECT_EQ(context.Keep(Reading(kT0, Layer::kGpu, Nvml0(), ObsKind::kTemperature, 45)), Kept::kNone);  // older
-  EXPECT_EQ(context.Keep(Reading(kT0 + 2 * kMin, Layer::kGpu, Nvml0(), ObsKind::kTemperature, 41)), Kept::kMoved);
+  EXPECT_TRUE(context.Keep(Reading(kT0, Layer::kGpu, Nvml0(), ObsKind::kTemperature, 40)));
+  EXPECT_TRUE(context.Keep(Reading(kT0 + kMin, Layer::kGpu, Nvml0(), ObsKind::kTemperature, 40)));
+  EXPECT_FALSE(context.Keep(Reading(kT0, Layer::kGpu, Nvml0(), ObsKind::kTemperature, 45)));  // older
+  EXPECT_TRUE(context.Keep(Reading(kT0 + 2 * kMin, Layer::kGpu, Nvml0(), ObsKind::kTemperature, 41)));
   Observation attr = Reading(kT0 + 3 * kMin, Layer::kGpu, Nvml0(), ObsKind::kTemperature, 41);
   attr.attrs["slowdown"] = "87";
-  EXPECT_EQ(context.Keep(Observation(attr)), Kept::kMoved);
+  EXPECT_TRUE(context.Keep(Observation(attr)));
   ComponentRef renamed = Nvml0();
   renamed.keys["serial"] = "1650";
-  EXPECT_EQ(context.Keep(Reading(kT0 + 4 * kMin, Layer::kGpu, renamed, ObsKind::kTemperature, 41)), Kept::kMoved);
-  EXPECT_EQ(context.Keep(Reading(kT0 + 4 * kMin, Layer::kWorkload, HostComponent(), ObsKind::kStepTime, 1)),
-            Kept::kNone);
-  // The refreshed reading carries its new time: what the window and a quote see.
-  EXPECT_EQ(context.Keep(Reading(kT0 + 9 * kMin, Layer::kGpu, renamed, ObsKind::kTemperature, 41)), Kept::kRefreshed);
+  EXPECT_TRUE(context.Keep(Reading(kT0 + 4 * kMin, Layer::kGpu, renamed, ObsKind::kTemperature, 41)));
+  EXPECT_FALSE(context.Keep(Reading(kT0 + 4 * kMin, Layer::kWorkload, HostComponent(), ObsKind::kStepTime, 1)));
+  // The same reading again carries its new time: what the window and a quote see.
+  EXPECT_TRUE(context.Keep(Reading(kT0 + 9 * kMin, Layer::kGpu, renamed, ObsKind::kTemperature, 41)));
   const IsolateInputParts parts = context.Parts();
   ASSERT_EQ(parts.borrowed.size(), 2u);
   EXPECT_EQ(parts.borrowed[0]->time_ns, kT0 + 9 * kMin);
+  EXPECT_EQ(parts.borrowed[0]->attrs.count("slowdown"), 0u);  // the latest reading, whole
+  EXPECT_EQ(parts.borrowed[0]->component.keys.at("serial"), "1650");
 }
 
 // A series that stops coming ages out at its last time while the ones that keep coming

@@ -120,44 +120,26 @@ void IsolateContext::Observe(const Observation& obs) {
 
 void IsolateContext::Learn(const Observation& obs) { LearnGpuIdentity(obs, inventory_); }
 
-namespace {
-
-// Everything the isolator could quote of a reading but its time.
-bool SameButTime(const Observation& a, const Observation& b) {
-  return a.layer == b.layer && a.kind == b.kind && a.source == b.source && a.value == b.value && a.code == b.code &&
-         a.count == b.count && a.text == b.text && a.raw == b.raw && a.node == b.node && a.component == b.component &&
-         a.attrs == b.attrs;
-}
-
-}  // namespace
-
-IsolateContext::Kept IsolateContext::Keep(Observation&& obs) {
+bool IsolateContext::Keep(Observation&& obs) {
   if (obs.layer == Layer::kWorkload) {
     workload_.push_back(std::move(obs));
     while (workload_.size() > options_.max_workload) workload_.pop_front();
-    return Kept::kNone;  // reports are not quoted: they count only as the layer's data
+    return false;  // reports are not quoted: they count only as the layer's data
   }
   auto key = std::make_pair(obs.component.Id(), obs.kind);
   auto it = latest_.find(key);
   if (it == latest_.end()) {
     if (latest_.size() >= options_.max_readings) {
       ++readings_dropped_;
-      return Kept::kNone;
+      return false;
     }
     if (latest_.empty() || obs.time_ns < oldest_reading_ns_) oldest_reading_ns_ = obs.time_ns;
     latest_.emplace(std::move(key), std::move(obs));
-    return Kept::kMoved;
+    return true;
   }
-  Observation& kept = it->second;
-  if (kept.time_ns > obs.time_ns) return Kept::kNone;
-  if (SameButTime(kept, obs)) {  // the same reading again: only its times move
-    kept.time_ns = obs.time_ns;
-    kept.mono_us = obs.mono_us;
-    kept.seq = obs.seq;
-    return Kept::kRefreshed;
-  }
-  kept = std::move(obs);
-  return Kept::kMoved;
+  if (it->second.time_ns > obs.time_ns) return false;
+  it->second = std::move(obs);
+  return true;
 }
 
 void IsolateContext::Forget(int64_t before_ns) {

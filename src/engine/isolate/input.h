@@ -77,13 +77,10 @@ class IsolateContext {
   // the detectors see it (they read the inventory), Keep after (moved in: an agent
   // feeds ~100 readings a second and copying each one's maps was a fifth of its ingest).
   void Learn(const Observation& obs);
-  // What Keep did to the readings the isolator quotes: kMoved when a series is new or its
-  // reading changed in anything but its time, kRefreshed when only the time moved (the
-  // same reading again: an idle node's every poll), kNone otherwise (a workload report,
-  // an older reading, a series past max_readings). A caller caching the isolator's
-  // answer re-runs it on kMoved; a refresh changes nothing but the quoted times.
-  enum class Kept { kNone, kRefreshed, kMoved };
-  Kept Keep(Observation&& obs);
+  // True when `obs` became its series' latest reading, i.e. what the isolator quotes
+  // moved (a caller caching its answer refreshes it); false for a workload report (never
+  // quoted), an older reading, or a series past max_readings.
+  bool Keep(Observation&& obs);
   // Drops readings and reports dated before `before_ns` (the agent's sliding window).
   void Forget(int64_t before_ns);
 
