@@ -2,7 +2,6 @@
 JOBS       ?= $(shell nproc)
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
-FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 10
 CMAKE_GEN  := -G Ninja
 
@@ -34,18 +33,17 @@ test:
 unit: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
-asan: deps
-	cmake -S . -B $(ASAN_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DFAULTLINE_SANITIZE=ON -DFAULTLINE_BUILD_BENCH=OFF
+# One clang build for both: the suite under ASan+UBSan, and the libFuzzer targets.
+fuzz: deps
+	CC=clang CXX=clang++ cmake -S . -B $(ASAN_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug \
+	  -DFAULTLINE_SANITIZE=ON -DFAULTLINE_FUZZ=ON -DFAULTLINE_BUILD_BENCH=OFF
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
+
+asan: fuzz
 	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS)
 
-fuzz: deps
-	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DFAULTLINE_FUZZ=ON -DFAULTLINE_BUILD_TESTS=OFF -DFAULTLINE_BUILD_BENCH=OFF
-	cmake --build $(FUZZ_BUILD) -j $(JOBS)
-
 fuzz-run: fuzz
-	@scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+	@scripts/fuzz.sh $(ASAN_BUILD) $(FUZZ_SECONDS)
 
 bench: build
 	@scripts/bench.sh $(BUILD)
@@ -54,4 +52,4 @@ lint:
 	@scripts/lint.sh
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) build-prod
+	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz build-prod
