@@ -456,7 +456,7 @@ allow_http = false                         # allow a plain http:// url (credenti
 interval = "60s"
 sweep_deadline = "120s"
 events = true                              # follow the BMC's SSE event stream when it offers one
-wait_for_events = false                    # hand a pushed event over at once, not at the next sweep (experimental)
+wait_for_events = true                     # hand a pushed event over at once (false: at the next sweep)
 
 [sysfs]
 enabled = true

@@ -67,8 +67,8 @@ struct RedfishSection {
   int64_t sweep_deadline_ns = 120'000'000'000;
   bool events = true;  // follow the EventService SSE stream when advertised
   // Hand a pushed event over at once (the source waits on the stream between sweeps)
-  // instead of at the next sweep. Off by default: see remote_sources.cc.
-  bool wait_for_events = false;
+  // instead of at the next sweep: a PSU lost or a leak is evaluated within milliseconds.
+  bool wait_for_events = true;
 };
 
 struct SysfsSection {

@@ -353,7 +353,7 @@ class RedfishSource final : public AgentSource {
   // critical one wakes the evaluation (engine/detect/critical.h), instead of waiting up
   // to one `interval` for the next sweep. Without a stream (events off, or none
   // advertised) this is the interval's sleep, ended early only by Cancel.
-  // Off by default ([redfish] wait_for_events); with it off a pushed event is handed over at
+  // On by default ([redfish] wait_for_events); with it off a pushed event is handed over at
   // the next sweep.
   bool CanWaitForData() const override { return wait_for_events_; }
   void WaitForData(int64_t max_wait_ns) override {

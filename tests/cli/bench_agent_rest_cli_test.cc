@@ -46,7 +46,8 @@ TEST_F(CliBenchAgentRest, HelpTeachesWhatItMeasuresAndHow) {
   RunResult r = Faultline("bench agent-rest --help");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   for (const char* s : {"--seconds", "--faults", "--gpus-lost", "--kernel-log", "--warmup", "cpu_percent_of_one_core",
-                        "pss_mib", "fault_to_diagnosis_ms", "gpu_lost_to_diagnosis_ms", "gen_kernel_log.py",
+                        "pss_mib", "fault_to_diagnosis_ms", "gpu_lost_to_diagnosis_ms", "--bmc-pushes",
+                        "bmc_push_to_diagnosis_ms", "gen_kernel_log.py",
                         "Exit codes"}) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
   }
@@ -91,6 +92,16 @@ TEST_F(CliBenchAgentRest, GpusLostThroughNvmlAreEachDiagnosed) {
   EXPECT_NE(r.out.find("gpu_lost_to_diagnosis_ms_each: "), std::string::npos) << r.out;
 }
 
+// PSU failures that only the BMC's SSE push reports (the next Redfish sweep is 60 s away,
+// past the bench's 10 s wait): each is diagnosed only because the pushed event reaches
+// the pipeline at once and, being critical, wakes the evaluation.
+TEST_F(CliBenchAgentRest, PsuFailuresPushedByTheBmcAreEachDiagnosed) {
+  RunResult r = Faultline("bench agent-rest --seconds 1 --warmup 3 --bmc-pushes 2 --workdir " + dir_);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("bmc_push_to_diagnosis_ms: pushes 2, measured 2, missed 0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("bmc_push_to_diagnosis_ms_each: "), std::string::npos) << r.out;
+}
+
 TEST_F(CliBenchAgentRest, KernelLogHistoryModeReadsTheLogFirst) {
   const std::string log = dir_ + "/history.log";
   {
@@ -119,6 +130,9 @@ TEST_F(CliBenchAgentRest, BadArgumentsAreUsageErrors) {
   EXPECT_EQ(Faultline("bench agent-rest --seconds x").exit_code, 2);
   EXPECT_EQ(Faultline("bench agent-rest --gpus-lost 9 --workdir " + dir_).exit_code, 2);
   EXPECT_EQ(Faultline("bench agent-rest --no-sim --gpus-lost 1 --workdir " + dir_).exit_code, 2);
+  EXPECT_EQ(Faultline("bench agent-rest --bmc-pushes 7 --workdir " + dir_).exit_code, 2);  // the node has 6 PSUs
+  EXPECT_EQ(Faultline("bench agent-rest --bmc-pushes -1 --workdir " + dir_).exit_code, 2);
+  EXPECT_EQ(Faultline("bench agent-rest --no-sim --bmc-pushes 1 --workdir " + dir_).exit_code, 2);
 }
 
 }  // namespace

@@ -52,6 +52,19 @@ constexpr char kChildMode[] = "FAULTLINE_ALLOCATOR_TEST_CHILD";
 
 // The arenas a fresh process (this test binary re-executed, running only this test)
 // ends up with: a forked child would inherit every arena the earlier tests made.
+// gcc says it with __SANITIZE_ADDRESS__, clang with __has_feature.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kUnderAsan = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kUnderAsan = true;
+#else
+constexpr bool kUnderAsan = false;
+#endif
+#else
+constexpr bool kUnderAsan = false;
+#endif
+
 int ArenasInFreshProcess(bool tuned) {
   const pid_t pid = fork();
   if (pid == 0) {
@@ -65,9 +78,7 @@ int ArenasInFreshProcess(bool tuned) {
 }
 
 TEST(AgentAllocator, EightThreadsShareAtMostTwoArenas) {
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "ASan replaces malloc: glibc's arenas are not in use";
-#endif
+  if (kUnderAsan) GTEST_SKIP() << "ASan replaces malloc: glibc's arenas are not in use";
   if (const char* mode = getenv(kChildMode)) {  // the re-executed child: report and leave
     if (std::string(mode) == "tuned") TuneAllocatorForLongRun();
     _exit(std::min(ArenasAfterEightThreads(), 100));

@@ -163,7 +163,7 @@ class DaemonRedfishWake : public ::testing::Test {
     config_.redfish.ca_file = bmc_->ca_cert_path();
     // Neither the sweep nor the timer would come in the test's lifetime.
     config_.redfish.interval_ns = kHour;
-    config_.redfish.wait_for_events = true;  // the opt-in early hand-over under test
+    // wait_for_events is left at its default (on): the early hand-over under test.
     config_.agent.evaluate_interval_ns = kHour;
   }
 
@@ -222,6 +222,16 @@ TEST_F(DaemonRedfishWake, APushedCriticalEventIsStoredAndEvaluatedAtOnceWithoutA
   EXPECT_EQ(bmc_->requests_for(kSelEntries), sweeps);
   ASSERT_TRUE(agent->Stop().ok());
   EXPECT_EQ(bmc_->sessions_deleted(), bmc_->sessions_created());
+}
+
+// Off, the source never waits on the stream: the agent sleeps its interval and a pushed
+// event is handed over with the next sweep.
+TEST_F(DaemonRedfishWake, TurnedOffTheSourceDoesNotWaitForPushes) {
+  EXPECT_TRUE(AgentConfig{}.redfish.wait_for_events);  // the default, as docs/agent.md says
+  config_.redfish.wait_for_events = false;
+  auto source = MakeRedfishSource(config_.redfish, "node7", clock_, {});
+  EXPECT_FALSE(source->CanWaitForData());
+  source->Shutdown();
 }
 
 TEST_F(DaemonRedfishWake, WaitForDataEndsAtCancelAndWhenTheSweepIsDue) {

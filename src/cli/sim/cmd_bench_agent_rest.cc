@@ -69,6 +69,7 @@ struct RestArgs {
   double warmup_s = 10;
   int faults = 0;
   int gpus_lost = 0;
+  int bmc_pushes = 0;
   std::string kernel_log;
   std::string scenario;
   std::string workdir;
@@ -92,27 +93,39 @@ std::string ReadFile(const std::string& path) {
   return s.str();
 }
 
-// One "lose <gpu>" command: the GPU falls off the bus now (NVML answers GPU_IS_LOST from
-// the next publish on), and the node reports "lost <gpu> <monotonic ns>" once it has
-// published that state, so the bench times the loss from the moment NVML can see it.
-void LoseGpu(sim::SimNode& node, const std::string& command, double t, int report) {
-  int gpu = -1;
-  if (std::sscanf(command.c_str(), "lose %d", &gpu) != 1 || gpu < 0 ||
-      gpu >= static_cast<int>(node.model().state().gpus.size())) {
+// One command from the bench, obeyed at once:
+// - "lose <gpu>": the GPU falls off the bus (NVML answers GPU_IS_LOST from this publish
+//   on); the reply "lost <gpu> <monotonic ns>" is stamped once that state is published,
+//   so the bench times the loss from the moment NVML can see it.
+// - "psu <id>": power supply <id> (1-based) fails; the BMC appends the SEL entry and pushes
+//   its Critical PowerSupplyFailed event to the SSE subscribers; the reply
+//   "pushed <id> <monotonic ns>" is stamped once the event is queued for them.
+void ObeyCommand(sim::SimNode& node, const std::string& command, double t, int report) {
+  int id = -1;
+  sim::NodeFault f;
+  f.at = t;
+  std::string reply;
+  if (std::sscanf(command.c_str(), "lose %d", &id) == 1 && id >= 0 &&
+      id < static_cast<int>(node.model().state().gpus.size())) {
+    f.kind = sim::NodeFaultKind::kFallOffBus;
+    f.gpu = id;
+    reply = "lost ";
+  } else if (std::sscanf(command.c_str(), "psu %d", &id) == 1 && id >= 1 &&
+             id <= static_cast<int>(node.model().state().psus.size())) {
+    f.kind = sim::NodeFaultKind::kPsuFail;
+    f.psu = id;
+    reply = "pushed ";
+  } else {
     return;
   }
-  sim::NodeFault f;
-  f.kind = sim::NodeFaultKind::kFallOffBus;
-  f.at = t;
-  f.gpu = gpu;
   node.Inject(f);
   (void)node.AdvanceTo(t);
-  const std::string reply = "lost " + std::to_string(gpu) + " " + std::to_string(SystemClock().MonotonicNs()) + "\n";
+  reply += std::to_string(id) + " " + std::to_string(SystemClock().MonotonicNs()) + "\n";
   (void)!::write(report, reply.data(), reply.size());
 }
 
 // Child: serves the node in real time until the parent closes `control` (EOF), and obeys
-// the commands it writes there (LoseGpu).
+// the commands it writes there (ObeyCommand).
 [[noreturn]] void ServeNode(const sim::NodeScenario& sc, const std::string& dir, int report, int control) {
   SystemClock sys;
   sim::SimNodeOptions so{.workdir = dir, .time = {sys.NowNs(), sys.BootTimeNs(), 1.0}};
@@ -147,7 +160,7 @@ void LoseGpu(sim::SimNode& node, const std::string& command, double t, int repor
       if (n <= 0) break;  // EOF or error: the parent is done
       commands.append(buf, static_cast<size_t>(n));
       for (size_t eol; (eol = commands.find('\n')) != std::string::npos; commands.erase(0, eol + 1)) {
-        LoseGpu(**node, commands.substr(0, eol), now(), report);
+        ObeyCommand(**node, commands.substr(0, eol), now(), report);
       }
       continue;
     }
@@ -203,7 +216,7 @@ std::string ReadLine(int fd, int timeout_ms) {
 // The node process: forked before this process starts any thread.
 struct NodeProcess {
   pid_t pid = -1;
-  int control = -1;  // commands (LoseGpu); closing it stops the node
+  int control = -1;  // commands (ObeyCommand); closing it stops the node
   int events = -1;   // the node's replies
   ~NodeProcess() { Stop(); }
   void Stop() {
@@ -448,24 +461,29 @@ double Percentile(std::vector<double> v, double p) {
   return v[std::min(i, v.size() - 1)];
 }
 
-// GPU losses: NVML's own signal, with no kernel line (the node's kmsg is not this agent's),
-// one GPU at a time, each timed from the node publishing the lost state to the committed
-// evaluation.
-struct LossTimes {
+// Node-side faults, one at a time, each timed from the node making it visible (the NVML
+// state published, the SSE event queued) to the committed evaluation: GPU losses are
+// NVML's own signal, with no kernel line (the node's kmsg is not this agent's); PSU
+// failures reach the agent only as the BMC's push (the next sweep is up to 60 s away).
+struct NodeFaultTimes {
   std::vector<double> ms;
   int missed = 0;
 };
 
-LossTimes LoseGpus(NodeProcess& node, EvaluationLog& evaluations, int gpus) {
-  LossTimes out;
-  for (int g = 0; g < gpus; ++g) {
-    if (!AppendLine(node.control, "lose " + std::to_string(g) + "\n")) break;
+// `command` and `reply` name the node's command and its reply ("lose"/"lost" for GPUs
+// 0..count-1, "psu"/"pushed" for PSUs 1..count).
+NodeFaultTimes TimeNodeFaults(NodeProcess& node, EvaluationLog& evaluations, const std::string& command,
+                              const std::string& reply_word, int first, int count) {
+  NodeFaultTimes out;
+  for (int i = 0; i < count; ++i) {
+    const int id = first + i;
+    if (!AppendLine(node.control, command + " " + std::to_string(id) + "\n")) break;
     const std::string reply = ReadLine(node.events, 10'000);
     long long published = 0;
-    int gpu = -1;
+    int got = -1;
     bool diagnosis = false;
     std::optional<int64_t> done;
-    if (std::sscanf(reply.c_str(), "lost %d %lld", &gpu, &published) == 2 && gpu == g) {
+    if (std::sscanf(reply.c_str(), (reply_word + " %d %lld").c_str(), &got, &published) == 2 && got == id) {
       done = evaluations.WaitStoredAfter(published, std::chrono::seconds(10), diagnosis);
     }
     if (!done) {
@@ -473,11 +491,20 @@ LossTimes LoseGpus(NodeProcess& node, EvaluationLog& evaluations, int gpus) {
       continue;
     }
     out.ms.push_back(static_cast<double>(*done - published) / 1e6);
-    // Past the NVML source's one-early-poll-a-second bound, so each loss meets a quiet
+    // Past the NVML source's one-early-poll-a-second bound, so each fault meets a quiet
     // source (losses closer together are read by the early poll of the first).
-    std::this_thread::sleep_for(std::chrono::milliseconds(1100 + (g * 37) % 200));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100 + (i * 37) % 200));
   }
   return out;
+}
+
+void PrintNodeFaultTimes(const char* name, const char* noun, const char* what, int asked, const NodeFaultTimes& t) {
+  std::printf("%s: %s %d, measured %zu, missed %d, median %.2f, p99 %.2f, max %.2f (%s)\n", name, noun, asked, t.ms.size(),
+              t.missed, Percentile(t.ms, 0.5), Percentile(t.ms, 0.99),
+              t.ms.empty() ? 0.0 : *std::max_element(t.ms.begin(), t.ms.end()), what);
+  std::string each;
+  for (double ms : t.ms) each += (each.empty() ? "" : " ") + std::to_string(static_cast<int>(ms + 0.5));
+  std::printf("%s_each: %s\n", name, each.c_str());
 }
 
 daemon::AgentConfig BenchConfig(const std::string& dir, const std::string& kmsg, const NodePaths* node,
@@ -528,6 +555,11 @@ int RunRest(const RestArgs& a) {
   auto sc = a.scenario.empty() ? sim::ParseNodeScenario(kHealthyScenario) : sim::LoadNodeScenario(a.scenario);
   if (!sc.ok()) {
     std::cerr << "faultline bench agent-rest: " << sc.status().ToString() << "\n";
+    return kExitUsage;
+  }
+  if (a.bmc_pushes < 0 || a.bmc_pushes > sc->node.psus || (a.bmc_pushes > 0 && a.no_sim)) {
+    std::cerr << "faultline bench agent-rest: --bmc-pushes is 0.." << sc->node.psus
+              << " (the node's power supplies) and needs the simulated node (not --no-sim)\n";
     return kExitUsage;
   }
   const std::string nvml_lib = a.nvml_lib.empty() ? sim::DefaultFakeNvmlPath() : a.nvml_lib;
@@ -661,7 +693,11 @@ int RunRest(const RestArgs& a) {
   }
   ::close(kmsg_fd);
 
-  const LossTimes lost = node ? LoseGpus(node_proc, evaluations, a.gpus_lost) : LossTimes{};
+  const NodeFaultTimes lost = node ? TimeNodeFaults(node_proc, evaluations, "lose", "lost", 0, a.gpus_lost)
+                                   : NodeFaultTimes{};
+  const NodeFaultTimes pushed = node && !node->bmc_url.empty()
+                                    ? TimeNodeFaults(node_proc, evaluations, "psu", "pushed", 1, a.bmc_pushes)
+                                    : NodeFaultTimes{};
   const Status stopped = (*agent)->Stop();
   node_proc.Stop();
 
@@ -741,21 +777,20 @@ int RunRest(const RestArgs& a) {
     std::printf("fault_to_diagnosis_ms: no faults injected (--faults N)\n");
   }
   if (a.gpus_lost > 0) {
-    std::printf(
-        "gpu_lost_to_diagnosis_ms: losses %d, measured %zu, missed %d, median %.2f, p99 %.2f, max %.2f "
-        "(NVML state published by the node to the committed evaluation)\n",
-        a.gpus_lost, lost.ms.size(), lost.missed, Percentile(lost.ms, 0.5), Percentile(lost.ms, 0.99),
-        lost.ms.empty() ? 0.0 : *std::max_element(lost.ms.begin(), lost.ms.end()));
-    std::string each;
-    for (double ms : lost.ms) each += (each.empty() ? "" : " ") + std::to_string(static_cast<int>(ms + 0.5));
-    std::printf("gpu_lost_to_diagnosis_ms_each: %s\n", each.c_str());
+    PrintNodeFaultTimes("gpu_lost_to_diagnosis_ms", "losses",
+                        "NVML state published by the node to the committed evaluation", a.gpus_lost, lost);
+  }
+  if (a.bmc_pushes > 0) {
+    PrintNodeFaultTimes("bmc_push_to_diagnosis_ms", "pushes",
+                        "a PSU's failure event queued by the mock BMC for SSE to the committed evaluation",
+                        a.bmc_pushes, pushed);
   }
   if (a.keep) std::printf("files kept in %s\n", dir.c_str());
   if (!stopped.ok()) {
     std::cerr << "faultline bench agent-rest: agent stop: " << stopped.ToString() << "\n";
     return kExitFailure;
   }
-  return missed + lost.missed > 0 ? kExitFailure : kExitOk;
+  return missed + lost.missed + pushed.missed > 0 ? kExitFailure : kExitOk;
 }
 
 }  // namespace
@@ -773,7 +808,8 @@ void AddBenchAgentRestCommand(CliApp& app) {
       "\n"
       "Phases: --warmup seconds (start, boot log, --kernel-log history), --seconds at rest (nothing written\n"
       "by the bench), then --faults critical kernel lines (XID 79/48/95/119/74/94/64), one at a time, then\n"
-      "--gpus-lost GPUs falling off the bus as NVML alone reports it (the agent waits on NVML events).\n"
+      "--gpus-lost GPUs falling off the bus as NVML alone reports it (the agent waits on NVML events), then\n"
+      "--bmc-pushes power supplies failing as the BMC's SSE push alone reports it (the next sweep is 60 s away).\n"
       "\n"
       "Prints (one 'name: value' line each): cpu_percent_of_one_core (getrusage of this process, which is\n"
       "the agent: the node runs in its own), cpu_percent_agent_threads (the agent's fl-* threads only, without\n"
@@ -785,12 +821,14 @@ void AddBenchAgentRestCommand(CliApp& app) {
       "written without new input, evaluations and polls at rest, isolator_runs_at_rest (evaluations whose\n"
       "answer was computed, not reused; detectors asked and reused), and fault_to_diagnosis_ms (median, p99,\n"
       "max: from just before write() to the end of the evaluation that committed the fault's finding),\n"
-      "gpu_lost_to_diagnosis_ms (from the node publishing the lost GPU's NVML state to that evaluation).\n"
+      "gpu_lost_to_diagnosis_ms (from the node publishing the lost GPU's NVML state to that evaluation),\n"
+      "bmc_push_to_diagnosis_ms (from the mock BMC queueing the PSU's event for its SSE subscribers).\n"
       "\n"
       "Examples:\n"
       "  faultline bench agent-rest                                   # 60 s at rest\n"
       "  faultline bench agent-rest --seconds 600 --faults 300        # idle figures, then 300 faults\n"
       "  faultline bench agent-rest --seconds 30 --gpus-lost 8         # NVML GPU-lost latency\n"
+      "  faultline bench agent-rest --seconds 30 --bmc-pushes 6        # Redfish SSE push latency\n"
       "  bench/gen_kernel_log.py --mb 50 > /tmp/heavy.log\n"
       "  faultline bench agent-rest --kernel-log /tmp/heavy.log --warmup 60   # idle cost after a long history\n"
       "\n"
@@ -802,6 +840,9 @@ void AddBenchAgentRestCommand(CliApp& app) {
   b->add_option("--gpus-lost", args->gpus_lost,
                 "GPUs (0..8) the node loses one at a time after the kernel faults, NVML's GPU_IS_LOST only "
                 "(default 0)");
+  b->add_option("--bmc-pushes", args->bmc_pushes,
+                "Power supplies (0..the node's, 6 by default) that fail one at a time after the GPU losses, "
+                "reported only by the BMC's SSE push (default 0)");
   b->add_option("--kernel-log", args->kernel_log,
                 "A kernel log (any form; e.g. from bench/gen_kernel_log.py) the agent reads first, as history")
       ->check(CLI::ExistingFile);
