@@ -865,7 +865,11 @@ Result<int64_t> Store::Impl::DeleteOlderThan(int64_t cutoff_ns, int64_t& records
                    : "time_ns < ?1";
   std::vector<std::pair<std::string_view, std::string>> tables = {{"observations", std::string(obs_where)},
                                                                   {"findings", "last_ns < ?1"},
-                                                                  {"diagnoses", "last_ns < ?1"},
+                                                                  // A diagnosis no evidence spans (a healthy
+                                                                  // node's "none", times 0) ages from when
+                                                                  // it was stored, not from 1970.
+                                                                  {"diagnoses", "(last_ns <> 0 AND last_ns < ?1) OR "
+                                                                                "(last_ns = 0 AND created_ns < ?1)"},
                                                                   {"actions", "time_ns < ?1"}};
   if (has_series()) tables.emplace_back("series", "last_seen_ns < ?1");
   for (const auto& [table, where] : tables) {

@@ -41,6 +41,31 @@ TEST(StoreRetentionTest, DeletesRowsOlderThanMaxAgeButKeepsCursors) {
   EXPECT_EQ(store->GetCursor("gpu-node-07", "redfish:bmc", "sel_last_id")->value_or(""), "9");
 }
 
+// A healthy node's diagnosis ("none") has no evidence and so no times: it ages from when
+// it was stored. Dated 1970, the first hourly retention deleted it, and the agent, which
+// stores a diagnosis only when it changes, never stored it again.
+TEST(StoreRetentionTest, ADiagnosisWithoutEvidenceAgesFromWhenItWasStored) {
+  TempDir dir;
+  StoreOptions options;
+  options.max_age_ns = 7 * kDayNs;
+  options.max_bytes = 0;
+  auto store = testing::OpenStore(dir.File("d.db"), options);
+  const int64_t now = kT0 + 30 * kDayNs;
+  Diagnosis none;  // first_ns = last_ns = 0
+  ASSERT_TRUE(store->PutDiagnosis("gpu-node-07", none, kT0).ok());             // stored 30 days ago
+  ASSERT_TRUE(store->PutDiagnosis("gpu-node-07", none, now - kDayNs).ok());    // stored yesterday
+  Diagnosis old_evidence;
+  old_evidence.first_ns = old_evidence.last_ns = kT0;
+  ASSERT_TRUE(store->PutDiagnosis("gpu-node-07", old_evidence, now).ok());     // old evidence, stored now
+  auto r = store->ApplyRetention(now);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->records_deleted, 2);
+  auto left = store->DiagnosesAfter(0, 10);
+  ASSERT_TRUE(left.ok());
+  ASSERT_EQ(left->rows.size(), 1u);
+  EXPECT_EQ(left->rows[0].value.last_ns, 0);
+}
+
 TEST(StoreRetentionTest, SizeLimitDropsOldestObservationsAndShrinksTheFile) {
   TempDir dir;
   StoreOptions options;
