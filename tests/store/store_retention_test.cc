@@ -13,12 +13,17 @@ using testing::XidRecord;
 
 constexpr int64_t kDayNs = int64_t{24} * 3600 * kNsPerSec;
 
-TEST(StoreRetentionTest, DeletesRowsOlderThanMaxAgeButKeepsCursors) {
-  TempDir dir;
+// A store that keeps a week by age and has no size limit.
+std::unique_ptr<Store> OpenWeekStore(TempDir& dir, const std::string& name) {
   StoreOptions options;
   options.max_age_ns = 7 * kDayNs;
   options.max_bytes = 0;
-  auto store = testing::OpenStore(dir.File("f.db"), options);
+  return testing::OpenStore(dir.File(name), options);
+}
+
+TEST(StoreRetentionTest, DeletesRowsOlderThanMaxAgeButKeepsCursors) {
+  TempDir dir;
+  auto store = OpenWeekStore(dir, "f.db");
   const int64_t now = kT0 + 30 * kDayNs;
   std::vector<Observation> batch;
   for (int d = 0; d <= 30; ++d) batch.push_back(PsuVoltage(200 + d, kT0 + d * kDayNs));
@@ -46,10 +51,7 @@ TEST(StoreRetentionTest, DeletesRowsOlderThanMaxAgeButKeepsCursors) {
 // stores a diagnosis only when it changes, never stored it again.
 TEST(StoreRetentionTest, ADiagnosisWithoutEvidenceAgesFromWhenItWasStored) {
   TempDir dir;
-  StoreOptions options;
-  options.max_age_ns = 7 * kDayNs;
-  options.max_bytes = 0;
-  auto store = testing::OpenStore(dir.File("d.db"), options);
+  auto store = OpenWeekStore(dir, "d.db");
   const int64_t now = kT0 + 30 * kDayNs;
   Diagnosis none;  // first_ns = last_ns = 0
   ASSERT_TRUE(store->PutDiagnosis("gpu-node-07", none, kT0).ok());             // stored 30 days ago
