@@ -133,6 +133,11 @@ TEST_F(CliBenchAgentRest, BadArgumentsAreUsageErrors) {
   EXPECT_EQ(Faultline("bench agent-rest --bmc-pushes 7 --workdir " + dir_).exit_code, 2);  // the node has 6 PSUs
   EXPECT_EQ(Faultline("bench agent-rest --bmc-pushes -1 --workdir " + dir_).exit_code, 2);
   EXPECT_EQ(Faultline("bench agent-rest --no-sim --bmc-pushes 1 --workdir " + dir_).exit_code, 2);
+  // A node without a BMC: nothing would push, so nothing could be measured or missed.
+  EXPECT_EQ(Faultline("bench agent-rest --bmc-pushes 1 --scenario " + std::string(FAULTLINE_SOURCE_DIR) +
+                      "/scenarios/thermal-bmc-blind.yaml --workdir " + dir_)
+                .exit_code,
+            2);
 }
 
 }  // namespace

@@ -470,8 +470,8 @@ struct NodeFaultTimes {
   int missed = 0;
 };
 
-// `command` and `reply` name the node's command and its reply ("lose"/"lost" for GPUs
-// 0..count-1, "psu"/"pushed" for PSUs 1..count).
+// `command` and `reply_word` name the node's command and the first word of its reply
+// ("lose"/"lost" for GPUs first.., "psu"/"pushed" for PSUs first..), `count` of them.
 NodeFaultTimes TimeNodeFaults(NodeProcess& node, EvaluationLog& evaluations, const std::string& command,
                               const std::string& reply_word, int first, int count) {
   NodeFaultTimes out;
@@ -557,9 +557,10 @@ int RunRest(const RestArgs& a) {
     std::cerr << "faultline bench agent-rest: " << sc.status().ToString() << "\n";
     return kExitUsage;
   }
-  if (a.bmc_pushes < 0 || a.bmc_pushes > sc->node.psus || (a.bmc_pushes > 0 && a.no_sim)) {
+  if (a.bmc_pushes < 0 || a.bmc_pushes > sc->node.psus || (a.bmc_pushes > 0 && (a.no_sim || !sc->node.bmc))) {
     std::cerr << "faultline bench agent-rest: --bmc-pushes is 0.." << sc->node.psus
-              << " (the node's power supplies) and needs the simulated node (not --no-sim)\n";
+              << " (the node's power supplies) and needs the simulated node with its BMC (not --no-sim, not "
+                 "node.bmc: false)\n";
     return kExitUsage;
   }
   const std::string nvml_lib = a.nvml_lib.empty() ? sim::DefaultFakeNvmlPath() : a.nvml_lib;
@@ -695,9 +696,8 @@ int RunRest(const RestArgs& a) {
 
   const NodeFaultTimes lost = node ? TimeNodeFaults(node_proc, evaluations, "lose", "lost", 0, a.gpus_lost)
                                    : NodeFaultTimes{};
-  const NodeFaultTimes pushed = node && !node->bmc_url.empty()
-                                    ? TimeNodeFaults(node_proc, evaluations, "psu", "pushed", 1, a.bmc_pushes)
-                                    : NodeFaultTimes{};
+  const NodeFaultTimes pushed = node ? TimeNodeFaults(node_proc, evaluations, "psu", "pushed", 1, a.bmc_pushes)
+                                     : NodeFaultTimes{};
   const Status stopped = (*agent)->Stop();
   node_proc.Stop();
 
