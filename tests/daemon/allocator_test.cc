@@ -50,8 +50,6 @@ int ArenasAfterEightThreads() {
 
 constexpr char kChildMode[] = "FAULTLINE_ALLOCATOR_TEST_CHILD";
 
-// The arenas a fresh process (this test binary re-executed, running only this test)
-// ends up with: a forked child would inherit every arena the earlier tests made.
 // gcc says it with __SANITIZE_ADDRESS__, clang with __has_feature.
 #if defined(__SANITIZE_ADDRESS__)
 constexpr bool kUnderAsan = true;
@@ -65,6 +63,8 @@ constexpr bool kUnderAsan = false;
 constexpr bool kUnderAsan = false;
 #endif
 
+// The arenas a fresh process (this test binary re-executed, running only this test)
+// ends up with: a forked child would inherit every arena the earlier tests made.
 int ArenasInFreshProcess(bool tuned) {
   const pid_t pid = fork();
   if (pid == 0) {
