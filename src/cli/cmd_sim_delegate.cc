@@ -77,6 +77,8 @@ void AddSimDelegates(CliApp& app) {
                "precision/recall, correlation, CPU and memory");
   AddForwarder(app, app.bench, {"bench", "agent-rest"},
                "The agent's idle cost and fault-to-diagnosis latency against a simulated healthy node");
+  AddForwarder(app, app.bench, {"bench", "agent-days"},
+               "The agent's work per simulated hour as its history grows (hours to days, simulated clock)");
   AddForwarder(app, app.bench, {"bench", "remediation"},
                "The remediation policy over the scenarios against a simulated cluster: time to the correct "
                "action, wrong or duplicate actions, a fault storm against the breaker");

@@ -241,7 +241,7 @@ Status Agent::RunOnce() {
   return first_error_;
 }
 
-Status Agent::RunDue(bool* evaluated) {
+Status Agent::RunDue(bool* evaluated, DueEvaluation when) {
   const int64_t now = clock_.MonotonicNs();
   bool polled = false;
   for (auto& s : sources_) {
@@ -251,11 +251,24 @@ Status Agent::RunDue(bool* evaluated) {
     PollOne(*s);
     polled = true;
   }
+  bool requested = false;  // a stored batch held a critical observation (StoreBatch)
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::swap(requested, evaluation_requested_);
+    if (requested) ++stats_.evaluations_on_demand;
+  }
   const bool due = !last_due_evaluation_ns_ || now - *last_due_evaluation_ns_ >= config_.agent.evaluate_interval_ns;
-  if (evaluated) *evaluated = polled || due;
-  if (polled || due) {
+  const bool evaluate = due || requested || (polled && when == DueEvaluation::kAfterEveryPoll);
+  if (evaluated) *evaluated = evaluate;
+  if (evaluate) {
     last_due_evaluation_ns_ = now;
     if (Status st = EvaluateNow(); !st.ok()) return st;
+    // The evaluator thread's retention: an interval after it started, then every interval.
+    if (!last_due_retention_ns_) last_due_retention_ns_ = now;
+    if (now - *last_due_retention_ns_ >= config_.agent.retention_interval_ns) {
+      last_due_retention_ns_ = now;
+      ApplyRetention();
+    }
   }
   std::lock_guard<std::mutex> lock(mu_);
   return first_error_;

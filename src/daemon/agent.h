@@ -111,12 +111,24 @@ class Agent {
 
   // One poll of every source, then one evaluation. Not while Start()ed.
   Status RunOnce();
+  // When RunDue evaluates, besides every evaluate interval.
+  enum class DueEvaluation {
+    // After every poll too: the simulator's scoring, whose answers are then as fresh as
+    // the polls (time to diagnosis on the simulated clock).
+    kAfterEveryPoll,
+    // As the daemon's evaluator thread does: at once after a stored batch that held a
+    // critical observation, else only on the interval (`bench agent-days`: the work of a
+    // deployed agent, simulated day after day).
+    kAsTheDaemon,
+  };
   // The daemon's schedule, driven by the caller: polls each source whose interval (or
   // retry back-off) has passed on the clock's monotonic time since its last poll, then
-  // evaluates when a source was polled or the evaluate interval passed. With a FakeClock
-  // this is the simulator's lockstep: same sources, same cadence, no threads.
-  // Sets *evaluated (when given) to whether an evaluation ran. Not while Start()ed.
-  Status RunDue(bool* evaluated = nullptr);
+  // evaluates as `when` says, then applies the store's retention when its interval has
+  // passed since the first evaluation or the last retention (as the evaluator thread
+  // does). With a FakeClock this is the simulator's lockstep: same sources, same cadence,
+  // no threads. Sets *evaluated (when given) to whether an evaluation ran. Not while
+  // Start()ed.
+  Status RunDue(bool* evaluated = nullptr, DueEvaluation when = DueEvaluation::kAfterEveryPoll);
   // The monotonic time at which RunDue will next poll a source or evaluate (now when
   // something is due already). The simulator's lockstep moves its fake clock straight
   // there, so idle stretches cost nothing and every poll still happens on schedule.
@@ -213,6 +225,7 @@ class Agent {
   bool stopped_ = false;
   AgentStats stats_;
   std::optional<int64_t> last_due_evaluation_ns_;  // RunDue's evaluate cadence
+  std::optional<int64_t> last_due_retention_ns_;   // RunDue's retention cadence
   std::vector<Diagnosis> last_diagnoses_;
   Status first_error_;
   std::vector<std::thread> threads_;

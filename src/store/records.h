@@ -113,7 +113,8 @@ struct AppendStats {
 };
 
 struct RetentionStats {
-  int64_t observations_deleted = 0;
+  int64_t observations_deleted = 0;  // by age or size, and thinned
+  int64_t observations_thinned = 0;  // of which per-step samples thinned (StoreOptions::thin_after_ns)
   int64_t records_deleted = 0;  // findings + diagnoses + actions
   int64_t bytes_before = 0;
   int64_t bytes_after = 0;

@@ -189,6 +189,11 @@ struct Store::Impl {
   std::optional<Stmt> seen_series;
   std::optional<Stmt> close_point;
 
+  // Per-step samples before this time are thinned already (ApplyRetention). Not kept in
+  // the file: the first retention of a process thins the whole history, later ones only
+  // what aged past thin_after_ns since.
+  int64_t thinned_until_ns = 0;
+
   bool has_series() const { return schema >= kSeriesSchema; }
 
   Status Validate();
@@ -202,6 +207,7 @@ struct Store::Impl {
   Result<int64_t> UsedBytes();
   Result<int64_t> DeleteOldestObservations(int64_t target_bytes);
   Result<int64_t> DeleteOlderThan(int64_t cutoff_ns, int64_t& records_deleted);
+  Result<int64_t> ThinStepSamples(int64_t now_ns);
   Result<int64_t> InsertRecord(std::string_view sql, const std::vector<Param>& params);
   template <typename T>
   Result<QueryResult<T>> ListRecords(std::string_view table, std::string_view first_col, std::string_view last_col,
@@ -886,6 +892,30 @@ Result<int64_t> Store::Impl::DeleteOlderThan(int64_t cutoff_ns, int64_t& records
   return observations;
 }
 
+Result<int64_t> Store::Impl::ThinStepSamples(int64_t now_ns) {
+  const int64_t bucket = options.thin_to_ns;
+  if (options.thin_after_ns <= 0 || bucket <= 0 || now_ns - options.thin_after_ns <= 0) return 0;
+  // Whole intervals only, so that no interval is thinned in two passes (each would keep a row).
+  const int64_t to = (now_ns - options.thin_after_ns) / bucket * bucket;
+  if (to <= thinned_until_ns) return 0;
+  // The time range first (obs_time), then the kinds: a pass reads an hour's rows, not the
+  // whole history. The job is part of the group: two jobs on one GPU are two series.
+  auto st = Stmt::Prepare(db.get(),
+                          "DELETE FROM observations WHERE time_ns >= ?1 AND time_ns < ?2 AND kind IN (?4, ?5) "
+                          "AND id NOT IN (SELECT min(id) FROM observations WHERE time_ns >= ?1 AND time_ns < ?2 "
+                          "AND kind IN (?4, ?5) GROUP BY node, component, kind, "
+                          "json_extract(payload, '$.attrs.job'), time_ns / ?3)");
+  if (!st.ok()) return st.status();
+  st->Bind(1, thinned_until_ns);
+  st->Bind(2, to);
+  st->Bind(3, bucket);
+  st->Bind(4, ToString(ObsKind::kStepTime));
+  st->Bind(5, ToString(ObsKind::kThroughput));
+  if (auto s = st->Run(); !s.ok()) return s;
+  thinned_until_ns = to;
+  return static_cast<int64_t>(sqlite3_changes(db.get()));
+}
+
 Result<int64_t> Store::Impl::DeleteOldestObservations(int64_t target_bytes) {
   // Never a series' current point: it is what that series reads now (a few thousand
   // rows per node), and its stretch would vanish with it.
@@ -921,6 +951,10 @@ Result<RetentionStats> Store::ApplyRetention(int64_t now_ns) {
     if (!n.ok()) return n.status();
     stats.observations_deleted += *n;
   }
+  auto thinned = impl_->ThinStepSamples(now_ns);
+  if (!thinned.ok()) return thinned.status();
+  stats.observations_thinned = *thinned;
+  stats.observations_deleted += *thinned;
   if (o.max_bytes > 0 && stats.bytes_before > o.max_bytes) {
     auto n = impl_->DeleteOldestObservations(o.max_bytes / 10 * 9);
     if (!n.ok()) return n.status();

@@ -62,6 +62,14 @@ struct StoreOptions {
   int64_t max_bytes = int64_t{2} << 30;
   // Rows deleted per statement while enforcing max_bytes.
   int64_t retention_batch_rows = 5000;
+  // Thinning (ApplyRetention): a training job's per-step samples (workload step_time and
+  // throughput: one row per step, ~86 k a day for a job stepping every second) older than
+  // thin_after_ns keep one row per thin_to_ns per node, component, kind and job: the first
+  // of each interval, a real report. Recent history (the detectors' window, the warm
+  // start, why-slow, the fleet's comparisons) keeps every step; a day back, a minute's
+  // resolution is what anyone reads. 0 = never thin.
+  int64_t thin_after_ns = int64_t{24} * 3600 * 1'000'000'000;
+  int64_t thin_to_ns = int64_t{60} * 1'000'000'000;
 
   // Run PRAGMA quick_check at open, before anything is written (reads the whole file:
   // seconds per GiB, see docs/store.md). On by default so a damaged store is refused

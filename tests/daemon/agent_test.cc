@@ -4,6 +4,7 @@
 
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "store/store.h"
 #include "test_util.h"
@@ -129,6 +130,50 @@ TEST_F(DaemonAgentKmsg, MissingLogFileIsReportedOnceAndRetried) {
   ASSERT_TRUE(agent->RunOnce().ok());
   EXPECT_NE(log_.str().find("source kmsg recovered"), std::string::npos);
   EXPECT_EQ(agent->stats().observations_inserted, 1u);
+}
+
+// RunDue as the daemon's evaluator thread: the interval, and at once after a stored batch
+// held a critical observation (XID 79); a poll alone evaluates nothing.
+TEST_F(DaemonAgentKmsg, RunDueAsTheDaemonEvaluatesOnTheIntervalAndAtOnceAfterACriticalLine) {
+  config_.kmsg.interval_ns = kSec;
+  config_.agent.evaluate_interval_ns = 5 * kSec;
+  auto agent = NewAgent();
+  ASSERT_NE(agent, nullptr);
+  std::vector<int> evaluated_at;
+  for (int t = 0; t <= 12; ++t) {
+    if (t == 7) AppendText(config_.kmsg.path, kFellOffBus);
+    bool evaluated = false;
+    ASSERT_TRUE(agent->RunDue(&evaluated, Agent::DueEvaluation::kAsTheDaemon).ok());
+    if (evaluated) evaluated_at.push_back(t);
+    clock_.Advance(kSec);
+  }
+  // The critical line's evaluation restarts the interval, as the thread's timer does.
+  EXPECT_EQ(evaluated_at, (std::vector<int>{0, 5, 7, 12}));
+  const AgentStats s = agent->stats();
+  EXPECT_EQ(s.evaluations, 4u);
+  EXPECT_EQ(s.evaluations_on_demand, 1u);
+  EXPECT_EQ(s.observations_inserted, 1u);
+  ASSERT_FALSE(agent->LastDiagnoses().empty());
+  EXPECT_EQ(agent->LastDiagnoses().front().fault_class, FaultClass::kGpuFellOffBus);
+}
+
+// A benign line is stored at its poll and evaluated at the next interval, not at once.
+TEST_F(DaemonAgentKmsg, RunDueAsTheDaemonLeavesABenignLineToTheInterval) {
+  config_.kmsg.interval_ns = kSec;
+  config_.agent.evaluate_interval_ns = 5 * kSec;
+  auto agent = NewAgent();
+  ASSERT_NE(agent, nullptr);
+  std::vector<int> evaluated_at;
+  for (int t = 0; t <= 6; ++t) {
+    if (t == 2) AppendText(config_.kmsg.path, kUserXid);
+    bool evaluated = false;
+    ASSERT_TRUE(agent->RunDue(&evaluated, Agent::DueEvaluation::kAsTheDaemon).ok());
+    if (evaluated) evaluated_at.push_back(t);
+    clock_.Advance(kSec);
+  }
+  EXPECT_EQ(evaluated_at, (std::vector<int>{0, 5}));
+  EXPECT_EQ(agent->stats().observations_inserted, 1u);
+  EXPECT_EQ(agent->stats().evaluations_on_demand, 0u);
 }
 
 class DaemonAgentScripted : public ::testing::Test {
@@ -298,6 +343,37 @@ TEST_F(DaemonAgentScripted, RunDueWithNothingToPollEvaluatesOnTheEvaluateInterva
     clock_.Advance(kSec);
   }
   EXPECT_EQ(evaluated_at, (std::vector<int>{0, 3, 6, 9}));  // t=0 also polled the source
+}
+
+// RunDue applies the store's retention as the evaluator thread does: an interval after the
+// first evaluation, then every interval, with the age limit on the clock's wall time.
+TEST_F(DaemonAgentScripted, RunDueAppliesTheStoresRetentionOnItsInterval) {
+  config_.agent.retention_interval_ns = 10 * kSec;
+  config_.agent.evaluate_interval_ns = kSec;
+  config_.workload.interval_ns = kSec;
+  auto owned = std::make_unique<ScriptedSource>();
+  SourceBatch batch;
+  batch.observations = {Step(kT0 - 40LL * 86400 * kSec, 1.0), Step(kT0, 1.0)};  // store keeps 30 days
+  owned->Add(batch);
+  auto agent = NewAgent(std::move(owned));
+  ASSERT_NE(agent, nullptr);
+  std::vector<uint64_t> runs;
+  for (int t = 0; t <= 25; ++t) {
+    ASSERT_TRUE(agent->RunDue(nullptr, Agent::DueEvaluation::kAsTheDaemon).ok());
+    runs.push_back(agent->stats().retention_runs);
+    clock_.Advance(kSec);
+  }
+  EXPECT_EQ(runs[9], 0u);
+  EXPECT_EQ(runs[10], 1u);
+  EXPECT_EQ(runs[19], 1u);
+  EXPECT_EQ(runs[20], 2u);
+  EXPECT_EQ(runs[25], 2u);
+  ASSERT_TRUE(agent->Stop().ok());
+  auto store = Store::Open(config_.agent.store_path);
+  ASSERT_TRUE(store.ok());
+  auto stats = (*store)->Stats();
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->observations, 1);  // the 40-day-old one is gone
 }
 
 }  // namespace faultline::daemon

@@ -68,6 +68,140 @@ TEST(StoreRetentionTest, ADiagnosisWithoutEvidenceAgesFromWhenItWasStored) {
   EXPECT_EQ(left->rows[0].value.last_ns, 0);
 }
 
+// A training job's step report (the workload source's step_time, or its throughput).
+Observation StepReport(const std::string& job, uint64_t step, int64_t time_ns,
+                       ObsKind kind = ObsKind::kStepTime) {
+  Observation o;
+  o.time_ns = time_ns;
+  o.node = "gpu-node-07";
+  o.layer = Layer::kWorkload;
+  o.source = Source::kWorkload;
+  o.component = GpuComponent("0");
+  o.kind = kind;
+  o.seq = step;
+  o.value = kind == ObsKind::kStepTime ? 1.0 : 512.0;
+  o.attrs["job"] = job;
+  o.attrs["step"] = std::to_string(step);
+  return o;
+}
+
+// Store options that thin only (no age or size limit): a day back, one step a minute.
+StoreOptions ThinningOnly() {
+  StoreOptions options;
+  options.max_age_ns = 0;
+  options.max_bytes = 0;
+  return options;
+}
+
+int64_t CountOf(Store& store, ObsKind kind, const std::string& job) {
+  int64_t n = 0;
+  auto all = store.QueryObservations({});
+  EXPECT_TRUE(all.ok());
+  if (!all.ok()) return -1;
+  for (const auto& row : all->rows) {
+    const Observation& o = row.value;
+    n += o.kind == kind && o.attrs.count("job") && o.attrs.at("job") == job;
+  }
+  return n;
+}
+
+// Per-step samples a day old keep one row a minute per job and kind (the first of each
+// minute); recent steps, and anything that is not a per-step sample, are all kept.
+TEST(StoreRetentionTest, StepReportsOlderThanADayAreThinnedToOneAMinutePerJob) {
+  TempDir dir;
+  auto store = testing::OpenStore(dir.File("t.db"), ThinningOnly());
+  const int64_t now = kT0 + 2 * kDayNs;  // kT0 is on a whole minute
+  const int64_t start = now - kDayNs - 3600 * kNsPerSec;  // 25 h ago: 1 h to thin, 1 h to keep
+  std::vector<Observation> batch;
+  for (uint64_t i = 0; i < 720; ++i) {  // a step every 10 s for 2 h, two jobs, both kinds
+    const int64_t t = start + static_cast<int64_t>(i) * 10 * kNsPerSec;
+    batch.push_back(StepReport("llm", i, t));
+    batch.push_back(StepReport("llm", i, t, ObsKind::kThroughput));
+    batch.push_back(StepReport("eval", i, t + kNsPerSec));
+  }
+  batch.push_back(XidRecord(1, start));  // a day-old kernel event: never thinned
+  ASSERT_TRUE(store->Append(batch, {}).ok());
+
+  auto r = store->ApplyRetention(now);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  // The older hour: 360 steps of each series -> 60 (one a minute); the recent hour: 360.
+  EXPECT_EQ(r->observations_thinned, 3 * (360 - 60));
+  EXPECT_EQ(r->observations_deleted, r->observations_thinned);
+  EXPECT_EQ(CountOf(*store, ObsKind::kStepTime, "llm"), 60 + 360);
+  EXPECT_EQ(CountOf(*store, ObsKind::kThroughput, "llm"), 60 + 360);
+  EXPECT_EQ(CountOf(*store, ObsKind::kStepTime, "eval"), 60 + 360);
+  ObservationQuery xid;
+  xid.kind = ObsKind::kXid;
+  EXPECT_EQ(store->QueryObservations(xid)->rows.size(), 1u);
+  // The row kept for a minute is its first report, a real one.
+  ObservationQuery first;
+  first.until_ns = start + 59 * kNsPerSec;
+  auto first_minute = store->QueryObservations(first);
+  ASSERT_TRUE(first_minute.ok());
+  for (const auto& row : first_minute->rows) {
+    if (row.value.kind == ObsKind::kStepTime && row.value.attrs.at("job") == "llm") {
+      EXPECT_EQ(row.value.time_ns, start);
+    }
+  }
+}
+
+// Each retention thins only what aged past a day since the last one, and the same
+// minute is never thinned twice (so never left with two rows or with none).
+TEST(StoreRetentionTest, ThinningGoesOnAsStepsAgeAndDoesNotThinAMinuteTwice) {
+  TempDir dir;
+  auto store = testing::OpenStore(dir.File("t.db"), ThinningOnly());
+  const int64_t start = kT0;
+  std::vector<Observation> batch;
+  for (uint64_t i = 0; i < 1080; ++i) batch.push_back(StepReport("llm", i, start + int64_t(i) * 10 * kNsPerSec));  // 3 h
+  ASSERT_TRUE(store->Append(batch, {}).ok());
+  int64_t now = start + kDayNs + 3600 * kNsPerSec + 30 * kNsPerSec;  // first hour and half a minute aged
+  auto r1 = store->ApplyRetention(now);
+  ASSERT_TRUE(r1.ok());
+  EXPECT_EQ(r1->observations_thinned, 360 - 60);  // whole minutes only: the half minute waits
+  auto again = store->ApplyRetention(now);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->observations_thinned, 0);
+  now += 3600 * kNsPerSec;  // the second hour ages
+  auto r2 = store->ApplyRetention(now);
+  ASSERT_TRUE(r2.ok());
+  EXPECT_EQ(r2->observations_thinned, 360 - 60);
+  EXPECT_EQ(CountOf(*store, ObsKind::kStepTime, "llm"), 60 + 60 + 360);
+}
+
+// A store reopened (the agent restarted) thins what it finds, the old history included.
+TEST(StoreRetentionTest, ThinningAfterAReopenCoversTheWholeHistory) {
+  TempDir dir;
+  const int64_t now = kT0 + 10 * kDayNs;
+  {
+    auto store = testing::OpenStore(dir.File("t.db"), ThinningOnly());
+    std::vector<Observation> batch;
+    for (uint64_t i = 0; i < 60; ++i) batch.push_back(StepReport("llm", i, kT0 + int64_t(i) * kNsPerSec));
+    for (uint64_t i = 0; i < 60; ++i) {
+      batch.push_back(StepReport("llm", 100 + i, kT0 + 5 * kDayNs + int64_t(i) * kNsPerSec));
+    }
+    ASSERT_TRUE(store->Append(batch, {}).ok());
+  }
+  auto store = testing::OpenStore(dir.File("t.db"), ThinningOnly());
+  auto r = store->ApplyRetention(now);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->observations_thinned, 2 * 59);
+  EXPECT_EQ(CountOf(*store, ObsKind::kStepTime, "llm"), 2);
+}
+
+TEST(StoreRetentionTest, ThinningTurnedOffKeepsEveryStep) {
+  TempDir dir;
+  StoreOptions options = ThinningOnly();
+  options.thin_after_ns = 0;
+  auto store = testing::OpenStore(dir.File("t.db"), options);
+  std::vector<Observation> batch;
+  for (uint64_t i = 0; i < 120; ++i) batch.push_back(StepReport("llm", i, kT0 + int64_t(i) * kNsPerSec));
+  ASSERT_TRUE(store->Append(batch, {}).ok());
+  auto r = store->ApplyRetention(kT0 + 5 * kDayNs);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->observations_thinned, 0);
+  EXPECT_EQ(CountOf(*store, ObsKind::kStepTime, "llm"), 120);
+}
+
 TEST(StoreRetentionTest, SizeLimitDropsOldestObservationsAndShrinksTheFile) {
   TempDir dir;
   StoreOptions options;

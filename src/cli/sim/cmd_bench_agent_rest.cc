@@ -14,11 +14,9 @@
 // committed its finding (and the diagnosis row when the primary changed), as the agent's
 // evaluation listener reports it.
 #include <fcntl.h>
-#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -40,8 +38,7 @@
 #include <thread>
 #include <vector>
 
-#include <sqlite3.h>
-
+#include "cli/sim/bench_measure.h"
 #include "cli/sim/sim_commands.h"
 #include "core/clock.h"
 #include "daemon/agent.h"
@@ -55,14 +52,6 @@
 
 namespace faultline::cli {
 namespace {
-
-// A healthy HGX node with its ordinary background, for as long as the bench runs.
-constexpr char kHealthyScenario[] =
-    "name: bench-agent-rest\n"
-    "description: a healthy 8-GPU node at rest (faultline bench agent-rest)\n"
-    "duration_s: 604800\n"  // the longest a scenario may state: a week
-    "truth:\n  fault_class: none\n  action: none\n  start_s: 0\n  slow: false\n"
-    "faults: []\n";
 
 struct RestArgs {
   double seconds = 60;
@@ -278,44 +267,6 @@ struct TimelinePoint {
   double anon_mib = 0;
 };
 
-// PSS divides each shared library page among the processes mapping it, so it rises when
-// other processes using libc, libstdc++ or libcrypto exit (a build finishing, the
-// machine going quiet) with no change in the agent. The anonymous memory and the
-// private pages (USS) are the agent's own.
-struct Memory {
-  double rss_mib = 0, pss_mib = 0, anon_mib = 0, uss_mib = 0;
-};
-
-Memory ReadMemory() {
-  Memory m;
-  // "Rss:   12345 kB" lines after the rollup's address-range header line.
-  std::ifstream in("/proc/self/smaps_rollup");
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream fields(line);
-    std::string key;
-    double kb = 0;
-    if (!(fields >> key >> kb)) continue;
-    if (key == "Rss:") m.rss_mib = kb / 1024;
-    if (key == "Pss:") m.pss_mib = kb / 1024;
-    if (key == "Anonymous:") m.anon_mib = kb / 1024;
-    if (key == "Private_Clean:" || key == "Private_Dirty:") m.uss_mib += kb / 1024;
-  }
-  return m;
-}
-
-// Where the anonymous memory goes: the allocator's blocks in use and the free ones it
-// keeps (all arenas), and SQLite's share of what is in use (its page caches included).
-std::string HeapBreakdown() {
-  const struct mallinfo2 mi = ::mallinfo2();
-  char out[160];
-  std::snprintf(out, sizeof out, "in use %.1f MiB (sqlite %.1f), free but held %.1f MiB, arenas %zu MiB mapped",
-                static_cast<double>(mi.uordblks + mi.hblkhd) / 1048576.0,
-                static_cast<double>(sqlite3_memory_used()) / 1048576.0, static_cast<double>(mi.fordblks) / 1048576.0,
-                (mi.arena + mi.hblkhd) >> 20);
-  return out;
-}
-
 // CPU ticks (utime + stime) per thread name of this process (/proc/self/task/*/stat):
 // the agent names its threads "fl-<source>" and "fl-evaluate".
 std::map<std::string, double> ThreadCpuSeconds() {
@@ -345,32 +296,6 @@ double AgentCpuSeconds(const std::map<std::string, double>& threads) {
   double sum = 0;
   for (const auto& [name, s] : threads) sum += name.rfind("fl-", 0) == 0 ? s : 0;
   return sum;
-}
-
-int64_t FileBytes(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : 0;
-}
-
-struct StoreSnapshot {
-  int64_t observations = 0, findings = 0, diagnoses = 0, used_bytes = 0, file_bytes = 0;
-};
-
-// Read-only, like why-slow: the agent keeps writing meanwhile.
-StoreSnapshot SnapshotStore(const std::string& path) {
-  StoreSnapshot s;
-  StoreOptions o;
-  o.read_only = true;
-  auto store = Store::Open(path, o);
-  if (!store.ok()) return s;
-  if (auto st = (*store)->Stats(); st.ok()) {
-    s.observations = st->observations;
-    s.findings = st->findings;
-    s.diagnoses = st->diagnoses;
-    s.used_bytes = st->used_bytes;
-  }
-  s.file_bytes = FileBytes(path) + FileBytes(path + "-wal");
-  return s;
 }
 
 // What the agent's evaluation listener saw, for matching faults to their evaluation.
@@ -552,7 +477,7 @@ int RunRest(const RestArgs& a) {
       return kExitUsage;
     }
   }
-  auto sc = a.scenario.empty() ? sim::ParseNodeScenario(kHealthyScenario) : sim::LoadNodeScenario(a.scenario);
+  auto sc = a.scenario.empty() ? sim::ParseNodeScenario(kBenchHealthyNode) : sim::LoadNodeScenario(a.scenario);
   if (!sc.ok()) {
     std::cerr << "faultline bench agent-rest: " << sc.status().ToString() << "\n";
     return kExitUsage;

@@ -13,6 +13,7 @@ constexpr Registrar kCommands[] = {
     faultline::cli::AddMockBmcCommand,
     faultline::cli::AddBenchRedfishSweepCommand,
     faultline::cli::AddBenchAgentRestCommand,
+    faultline::cli::AddBenchAgentDaysCommand,
     faultline::cli::AddBenchRemediationCommand,
     faultline::cli::AddBenchAgentCommand,
     faultline::cli::AddSimFleetCommand,

@@ -16,6 +16,7 @@ void AddSimCommand(CliApp& app);  // also `bench accuracy`
 void AddMockBmcCommand(CliApp& app);
 void AddBenchRedfishSweepCommand(CliApp& app);
 void AddBenchAgentRestCommand(CliApp& app);    // `bench agent-rest` (issue 16)
+void AddBenchAgentDaysCommand(CliApp& app);    // `bench agent-days` (issue 16)
 void AddBenchRemediationCommand(CliApp& app);  // `bench remediation` (issue 11)
 void AddBenchAgentCommand(CliApp& app);        // `bench agent` (issue 13)
 void AddSimFleetCommand(CliApp& app);          // `sim fleet` (issue 14); after AddSimCommand

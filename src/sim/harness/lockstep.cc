@@ -1,5 +1,6 @@
 #include "sim/harness/lockstep.h"
 
+#include <time.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -114,6 +115,13 @@ bool NamesTheFaultyPart(const ComponentRef& c, const Truth& truth, const SimNode
 
 bool ClassAndComponent(const Diagnosis& d, const Truth& truth, const SimNode& node) {
   return d.fault_class == truth.fault_class && NamesTheFaultyPart(d.component, truth, node);
+}
+
+// This thread's CPU time (the agent's share of a tick, without the node's publishing).
+int64_t ThreadCpuNs() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
 // The first tick after `i` at which the agent has something due.
@@ -286,6 +294,7 @@ Result<ScenarioRun> RunScenarioLockstep(const NodeScenario& scenario, const Lock
   daemon::Logger logger(o.agent_log ? *o.agent_log : discard, daemon::LogLevel::kWarn, clock);
   daemon::AgentConfig config = SimAgentConfig(**node, o, dir + "/faultline.db");
   if (o.policy) config.policy = *o.policy;
+  if (o.configure) o.configure(config);
   auto agent = CreateSimAgent(config, clock, logger);
   if (!agent.ok()) return agent.status();
   if (o.on_agent_created) o.on_agent_created(**agent, **node);
@@ -314,7 +323,11 @@ Result<ScenarioRun> RunScenarioLockstep(const NodeScenario& scenario, const Lock
     (void)(*node)->AdvanceTo(t, o.publish_when_read ? SnapshotsDue(**agent, config, clock.NowNs()) : SimPublish{});
     bool evaluated = false;
     const auto tick_start = std::chrono::steady_clock::now();
-    if (Status s = (*agent)->RunDue(&evaluated); !s.ok()) return s;
+    const int64_t cpu_start = ThreadCpuNs();
+    if (Status s = (*agent)->RunDue(&evaluated, o.evaluate); !s.ok()) return s;
+    const int64_t cpu_ns = ThreadCpuNs() - cpu_start;
+    run.agent_cpu_s += static_cast<double>(cpu_ns) / 1e9;
+    if (o.on_tick) o.on_tick(t, cpu_ns, **agent);
     if (!evaluated) continue;
     const double tick_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tick_start).count();

@@ -54,6 +54,15 @@ struct LockstepOptions {
   // built, before the first poll (Agent::UseActuators with the platform double, a listener).
   std::optional<policy::PolicyConfig> policy;
   std::function<void(daemon::Agent&, const SimNode&)> on_agent_created;
+  // The agent's configuration after SimAgentConfig, before the agent is built (`bench
+  // agent-days` sets the production defaults' intervals); may be empty.
+  std::function<void(daemon::AgentConfig&)> configure;
+  // When the agent evaluates: after every poll (scoring: answers as fresh as the polls)
+  // or as the daemon's evaluator thread does (its interval, critical batches at once).
+  daemon::Agent::DueEvaluation evaluate = daemon::Agent::DueEvaluation::kAfterEveryPoll;
+  // Called after each visited tick with the CPU time this thread spent in the agent's
+  // RunDue (its polls, evaluation and retention; not the node's publishing); may be empty.
+  std::function<void(double t, int64_t agent_cpu_ns, const daemon::Agent&)> on_tick;
 };
 
 struct DiagnosisChange {
@@ -81,6 +90,7 @@ struct ScenarioRun {
   // what the simulated-clock latency does not include.
   double agent_tick_ms_mean = 0;
   double agent_tick_ms_max = 0;
+  double agent_cpu_s = 0;  // this thread's CPU time in the agent's RunDue, every tick
 };
 
 // The agent configuration that points every source at the simulated node.
