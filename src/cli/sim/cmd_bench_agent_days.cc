@@ -119,20 +119,34 @@ void PrintCpuSummary(const std::vector<Point>& points) {
       *lo / 36000.0, *hi / 36000.0);
 }
 
-// Growth after the first point, per day, and how many days of history the store's
-// defaults then keep: its age limit, unless the size cap comes first.
+// Growth per day, and how many days of history the store's defaults then keep: its age
+// limit, unless the size cap comes first. A run of two days or more measures the last
+// simulated day, when the steps of a day before are being thinned (the store's steady
+// state); a shorter one extrapolates from its first point (full-resolution steps: more).
 void PrintGrowth(const std::vector<Point>& points) {
-  const Point& a = points[std::min<size_t>(1, points.size() - 1)];
   const Point& b = points.back();
-  const double days = (b.at_h - a.at_h) / 24;
+  const Point* a = &points[std::min<size_t>(1, points.size() - 1)];
+  const bool steady = b.at_h >= 48;
+  if (steady) {
+    for (const Point& p : points) {
+      if (p.at_h + 1e-9 >= b.at_h - 24) {
+        a = &p;
+        break;
+      }
+    }
+  }
+  const double days = (b.at_h - a->at_h) / 24;
   if (days <= 0) return;
-  const double rows_per_day = static_cast<double>(b.store.Rows() - a.store.Rows()) / days;
-  const double bytes_per_day = static_cast<double>(b.store.used_bytes - a.store.used_bytes) / days;
+  const double rows_per_day = static_cast<double>(b.store.Rows() - a->store.Rows()) / days;
+  const double bytes_per_day = static_cast<double>(b.store.used_bytes - a->store.used_bytes) / days;
   const StoreOptions defaults;
   const double age_days = static_cast<double>(defaults.max_age_ns) / 86400e9;
   const double cap_days = bytes_per_day > 0 ? static_cast<double>(defaults.max_bytes) / bytes_per_day : 0;
-  std::printf("store_rows_per_day: %.0f\n", rows_per_day);
-  std::printf("store_mb_per_day: %.2f (pages in use, after the first point)\n", bytes_per_day / 1e6);
+  char span[96];
+  std::snprintf(span, sizeof span, "simulated hours %.1f .. %.1f%s", a->at_h, b.at_h,
+                steady ? ", the last day: steps a day old thinned" : ", extrapolated: steps not thinned yet");
+  std::printf("store_rows_per_day: %.0f (%s)\n", rows_per_day, span);
+  std::printf("store_mb_per_day: %.2f (pages in use, %s)\n", bytes_per_day / 1e6, span);
   if (bytes_per_day > 0) {
     std::printf("days_of_history: %.0f (retention by age %.0f days; the %.0f GiB cap would be reached after %.0f "
                 "days)\n",
@@ -227,8 +241,10 @@ void AddBenchAgentDaysCommand(CliApp& app) {
       "evaluations, retention; not the node's publishing), evaluations, isolator runs (evaluations whose\n"
       "answer was computed, not reused), store rows and MiB in use, the process's heap in use (the node's\n"
       "included); then agent_cpu_ms_per_simulated_hour (after the first point, which holds the start:\n"
-      "first, last, min, max), store_rows_per_day, store_mb_per_day and days_of_history (the store's\n"
-      "retention by age, unless its size cap comes first).\n"
+      "first, last, min, max), store_rows_per_day and store_mb_per_day (over the last simulated day when\n"
+      "the run is 48 hours or more: the store's steady state, per-step samples a day old thinned to one a\n"
+      "minute; else extrapolated from the first point) and days_of_history (the store's retention by age,\n"
+      "unless its size cap comes first).\n"
       "\n"
       "Differences from the daemon: the kmsg source is polled every second instead of waiting on the\n"
       "file, Redfish events (SSE) are off (the SEL is read by the sweeps), and the store commits without\n"
@@ -236,7 +252,7 @@ void AddBenchAgentDaysCommand(CliApp& app) {
       "\n"
       "Examples:\n"
       "  faultline bench agent-days                          # a simulated day, 12 points\n"
-      "  faultline bench agent-days --hours 72 --points 24   # three days\n"
+      "  faultline bench agent-days --hours 72 --points 36   # three days: the last shows the store's steady state\n"
       "\n"
       "Exit codes: 0 ran; 1 the agent or node failed; 2 bad arguments.");
   b->add_option("--hours", args->hours, "Simulated hours (default 24, at most 168)");
