@@ -45,6 +45,8 @@ constexpr std::string_view kPutSeries =
 // Changes one row exactly when the series is known (max() keeps a later time).
 constexpr std::string_view kSeenSeries = "UPDATE series SET last_seen_ns = max(last_seen_ns, ?2) WHERE series_id = ?1";
 constexpr std::string_view kClosePoint = "UPDATE observations SET seen_until_ns = ?2 WHERE id = ?1";
+// The most history one retention pass thins (Impl::ThinStepSamples).
+constexpr int64_t kThinPassSpanNs = int64_t{24} * 3600 * 1'000'000'000;
 // The schema version from which observations have seen_until_ns and the series table.
 constexpr int kSeriesSchema = 2;
 
@@ -190,8 +192,8 @@ struct Store::Impl {
   std::optional<Stmt> close_point;
 
   // Per-step samples before this time are thinned already (ApplyRetention). Not kept in
-  // the file: the first retention of a process thins the whole history, later ones only
-  // what aged past thin_after_ns since.
+  // the file: the first retention after an open starts from the oldest step stored, later
+  // ones go on from here (a day at most per pass).
   int64_t thinned_until_ns = 0;
 
   bool has_series() const { return schema >= kSeriesSchema; }
@@ -896,21 +898,31 @@ Result<int64_t> Store::Impl::ThinStepSamples(int64_t now_ns) {
   const int64_t bucket = options.thin_to_ns;
   if (options.thin_after_ns <= 0 || bucket <= 0 || now_ns - options.thin_after_ns <= 0) return 0;
   // Whole intervals only, so that no interval is thinned in two passes (each would keep a row).
-  const int64_t to = (now_ns - options.thin_after_ns) / bucket * bucket;
+  const int64_t due = (now_ns - options.thin_after_ns) / bucket * bucket;
+  const std::string kinds =
+      "kind IN ('" + std::string(ToString(ObsKind::kStepTime)) + "', '" + std::string(ToString(ObsKind::kThroughput)) + "')";
+  if (thinned_until_ns == 0) {  // the first pass since the store was opened: from its oldest step
+    auto oldest = QueryInt(db.get(), "SELECT coalesce(min(time_ns), 0) FROM observations WHERE " + kinds);
+    if (!oldest.ok()) return oldest.status();
+    // No steps: nothing before now can need thinning; later passes start from here.
+    thinned_until_ns = *oldest > 0 ? *oldest / bucket * bucket : due;
+  }
+  // A pass thins at most a day: a store holding weeks of steps never thinned (an agent
+  // upgraded in place) catches up a day per retention instead of holding the store (and
+  // every source's commit) for the minutes one statement over all of it would take.
+  const int64_t to = std::min(due, (thinned_until_ns + kThinPassSpanNs) / bucket * bucket);
   if (to <= thinned_until_ns) return 0;
   // The time range first (obs_time), then the kinds: a pass reads an hour's rows, not the
   // whole history. The job is part of the group: two jobs on one GPU are two series.
-  auto st = Stmt::Prepare(db.get(),
-                          "DELETE FROM observations WHERE time_ns >= ?1 AND time_ns < ?2 AND kind IN (?4, ?5) "
-                          "AND id NOT IN (SELECT min(id) FROM observations WHERE time_ns >= ?1 AND time_ns < ?2 "
-                          "AND kind IN (?4, ?5) GROUP BY node, component, kind, "
-                          "json_extract(payload, '$.attrs.job'), time_ns / ?3)");
+  auto st = Stmt::Prepare(db.get(), "DELETE FROM observations WHERE time_ns >= ?1 AND time_ns < ?2 AND " + kinds +
+                                        " AND id NOT IN (SELECT min(id) FROM observations WHERE time_ns >= ?1 AND "
+                                        "time_ns < ?2 AND " + kinds +
+                                        " GROUP BY node, component, kind, json_extract(payload, '$.attrs.job'), "
+                                        "time_ns / ?3)");
   if (!st.ok()) return st.status();
   st->Bind(1, thinned_until_ns);
   st->Bind(2, to);
   st->Bind(3, bucket);
-  st->Bind(4, ToString(ObsKind::kStepTime));
-  st->Bind(5, ToString(ObsKind::kThroughput));
   if (auto s = st->Run(); !s.ok()) return s;
   thinned_until_ns = to;
   return static_cast<int64_t>(sqlite3_changes(db.get()));

@@ -168,8 +168,9 @@ TEST(StoreRetentionTest, ThinningGoesOnAsStepsAgeAndDoesNotThinAMinuteTwice) {
   EXPECT_EQ(CountOf(*store, ObsKind::kStepTime, "llm"), 60 + 60 + 360);
 }
 
-// A store reopened (the agent restarted) thins what it finds, the old history included.
-TEST(StoreRetentionTest, ThinningAfterAReopenCoversTheWholeHistory) {
+// A store reopened (the agent restarted, or upgraded over weeks of steps never thinned)
+// thins from its oldest step on, a day of history per pass, until it has caught up.
+TEST(StoreRetentionTest, ThinningAfterAReopenCatchesUpADayPerPass) {
   TempDir dir;
   const int64_t now = kT0 + 10 * kDayNs;
   {
@@ -182,9 +183,14 @@ TEST(StoreRetentionTest, ThinningAfterAReopenCoversTheWholeHistory) {
     ASSERT_TRUE(store->Append(batch, {}).ok());
   }
   auto store = testing::OpenStore(dir.File("t.db"), ThinningOnly());
-  auto r = store->ApplyRetention(now);
-  ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->observations_thinned, 2 * 59);
+  std::vector<int64_t> thinned;
+  for (int pass = 0; pass < 10; ++pass) {
+    auto r = store->ApplyRetention(now);
+    ASSERT_TRUE(r.ok());
+    thinned.push_back(r->observations_thinned);
+  }
+  // Day 0 at the first pass, day 5 at the sixth; days 1-4 and 6-8 had nothing to thin.
+  EXPECT_EQ(thinned, (std::vector<int64_t>{59, 0, 0, 0, 0, 59, 0, 0, 0, 0}));
   EXPECT_EQ(CountOf(*store, ObsKind::kStepTime, "llm"), 2);
 }
 
