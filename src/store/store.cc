@@ -899,8 +899,8 @@ Result<int64_t> Store::Impl::ThinStepSamples(int64_t now_ns) {
   if (options.thin_after_ns <= 0 || bucket <= 0 || now_ns - options.thin_after_ns <= 0) return 0;
   // Whole intervals only, so that no interval is thinned in two passes (each would keep a row).
   const int64_t due = (now_ns - options.thin_after_ns) / bucket * bucket;
-  const std::string kinds =
-      "kind IN ('" + std::string(ToString(ObsKind::kStepTime)) + "', '" + std::string(ToString(ObsKind::kThroughput)) + "')";
+  const std::string kinds = "kind IN ('" + std::string(ToString(ObsKind::kStepTime)) + "', '" +
+                            std::string(ToString(ObsKind::kThroughput)) + "')";
   if (thinned_until_ns == 0) {  // the first pass since the store was opened: from its oldest step
     auto oldest = QueryInt(db.get(), "SELECT coalesce(min(time_ns), 0) FROM observations WHERE " + kinds);
     if (!oldest.ok()) return oldest.status();
@@ -916,7 +916,8 @@ Result<int64_t> Store::Impl::ThinStepSamples(int64_t now_ns) {
   // whole history. The job is part of the group: two jobs on one GPU are two series.
   auto st = Stmt::Prepare(db.get(), "DELETE FROM observations WHERE time_ns >= ?1 AND time_ns < ?2 AND " + kinds +
                                         " AND id NOT IN (SELECT min(id) FROM observations WHERE time_ns >= ?1 AND "
-                                        "time_ns < ?2 AND " + kinds +
+                                        "time_ns < ?2 AND " +
+                                        kinds +
                                         " GROUP BY node, component, kind, json_extract(payload, '$.attrs.job'), "
                                         "time_ns / ?3)");
   if (!st.ok()) return st.status();

@@ -53,12 +53,12 @@ TEST(StoreRetentionTest, ADiagnosisWithoutEvidenceAgesFromWhenItWasStored) {
   TempDir dir;
   auto store = OpenWeekStore(dir, "d.db");
   const int64_t now = kT0 + 30 * kDayNs;
-  Diagnosis none;  // first_ns = last_ns = 0
-  ASSERT_TRUE(store->PutDiagnosis("gpu-node-07", none, kT0).ok());             // stored 30 days ago
-  ASSERT_TRUE(store->PutDiagnosis("gpu-node-07", none, now - kDayNs).ok());    // stored yesterday
+  Diagnosis none;                                                            // first_ns = last_ns = 0
+  ASSERT_TRUE(store->PutDiagnosis("gpu-node-07", none, kT0).ok());           // stored 30 days ago
+  ASSERT_TRUE(store->PutDiagnosis("gpu-node-07", none, now - kDayNs).ok());  // stored yesterday
   Diagnosis old_evidence;
   old_evidence.first_ns = old_evidence.last_ns = kT0;
-  ASSERT_TRUE(store->PutDiagnosis("gpu-node-07", old_evidence, now).ok());     // old evidence, stored now
+  ASSERT_TRUE(store->PutDiagnosis("gpu-node-07", old_evidence, now).ok());  // old evidence, stored now
   auto r = store->ApplyRetention(now);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->records_deleted, 2);
@@ -69,8 +69,7 @@ TEST(StoreRetentionTest, ADiagnosisWithoutEvidenceAgesFromWhenItWasStored) {
 }
 
 // A training job's step report (the workload source's step_time, or its throughput).
-Observation StepReport(const std::string& job, uint64_t step, int64_t time_ns,
-                       ObsKind kind = ObsKind::kStepTime) {
+Observation StepReport(const std::string& job, uint64_t step, int64_t time_ns, ObsKind kind = ObsKind::kStepTime) {
   Observation o;
   o.time_ns = time_ns;
   o.node = "gpu-node-07";
@@ -110,7 +109,7 @@ int64_t CountOf(Store& store, ObsKind kind, const std::string& job) {
 TEST(StoreRetentionTest, StepReportsOlderThanADayAreThinnedToOneAMinutePerJob) {
   TempDir dir;
   auto store = testing::OpenStore(dir.File("t.db"), ThinningOnly());
-  const int64_t now = kT0 + 2 * kDayNs;  // kT0 is on a whole minute
+  const int64_t now = kT0 + 2 * kDayNs;                   // kT0 is on a whole minute
   const int64_t start = now - kDayNs - 3600 * kNsPerSec;  // 25 h ago: 1 h to thin, 1 h to keep
   std::vector<Observation> batch;
   for (uint64_t i = 0; i < 720; ++i) {  // a step every 10 s for 2 h, two jobs, both kinds
@@ -152,7 +151,9 @@ TEST(StoreRetentionTest, ThinningGoesOnAsStepsAgeAndDoesNotThinAMinuteTwice) {
   auto store = testing::OpenStore(dir.File("t.db"), ThinningOnly());
   const int64_t start = kT0;
   std::vector<Observation> batch;
-  for (uint64_t i = 0; i < 1080; ++i) batch.push_back(StepReport("llm", i, start + int64_t(i) * 10 * kNsPerSec));  // 3 h
+  for (uint64_t i = 0; i < 1080; ++i) {  // a step every 10 s for 3 h
+    batch.push_back(StepReport("llm", i, start + int64_t(i) * 10 * kNsPerSec));
+  }
   ASSERT_TRUE(store->Append(batch, {}).ok());
   int64_t now = start + kDayNs + 3600 * kNsPerSec + 30 * kNsPerSec;  // first hour and half a minute aged
   auto r1 = store->ApplyRetention(now);

@@ -148,10 +148,10 @@ void PrintGrowth(const std::vector<Point>& points) {
   std::printf("store_rows_per_day: %.0f (%s)\n", rows_per_day, span);
   std::printf("store_mb_per_day: %.2f (pages in use, %s)\n", bytes_per_day / 1e6, span);
   if (bytes_per_day > 0) {
-    std::printf("days_of_history: %.0f (retention by age %.0f days; the %.0f GiB cap would be reached after %.0f "
-                "days)\n",
-                std::min(age_days, cap_days), age_days, static_cast<double>(defaults.max_bytes) / 1073741824.0,
-                cap_days);
+    std::printf(
+        "days_of_history: %.0f (retention by age %.0f days; the %.0f GiB cap would be reached after %.0f "
+        "days)\n",
+        std::min(age_days, cap_days), age_days, static_cast<double>(defaults.max_bytes) / 1073741824.0, cap_days);
   } else {
     std::printf("days_of_history: %.0f (retention by age; the store did not grow)\n", age_days);
   }
@@ -211,10 +211,11 @@ int RunDays(const DaysArgs& a) {
   std::printf("agent_cpu_seconds: %.2f in all (%.0f evaluations, %.0f polls, %.0f retention runs)\n", run->agent_cpu_s,
               static_cast<double>(run->agent.evaluations), static_cast<double>(run->agent.polls),
               static_cast<double>(run->agent.retention_runs));
-  std::printf("findings_stored: %llu, diagnoses_stored: %llu; final primary diagnosis: %s\n",
-              static_cast<unsigned long long>(run->agent.findings_stored),
-              static_cast<unsigned long long>(run->agent.diagnoses_stored),
-              run->final_diagnoses.empty() ? "none" : std::string(ToString(run->final_diagnoses.front().fault_class)).c_str());
+  std::printf(
+      "findings_stored: %llu, diagnoses_stored: %llu; final primary diagnosis: %s\n",
+      static_cast<unsigned long long>(run->agent.findings_stored),
+      static_cast<unsigned long long>(run->agent.diagnoses_stored),
+      run->final_diagnoses.empty() ? "none" : std::string(ToString(run->final_diagnoses.front().fault_class)).c_str());
   if (a.keep) std::printf("files kept in %s\n", run->workdir.c_str());
   return kExitOk;
 }
