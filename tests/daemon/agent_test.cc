@@ -49,6 +49,20 @@ class DaemonAgentKmsg : public ::testing::Test {
     EXPECT_TRUE(agent.ok()) << agent.status().ToString();
     return agent.ok() ? std::move(agent).value() : nullptr;
   }
+  // RunDue as the daemon's evaluator thread at ticks 0..last, 1 s apart (kmsg polled every
+  // second, evaluated every 5 s), with `line` written to the log at tick `at`: the ticks
+  // that evaluated.
+  std::vector<int> TicksEvaluatedAsTheDaemon(Agent& agent, int last, int at, const char* line) {
+    std::vector<int> evaluated_at;
+    for (int t = 0; t <= last; ++t) {
+      if (t == at) AppendText(config_.kmsg.path, line);
+      bool evaluated = false;
+      EXPECT_TRUE(agent.RunDue(&evaluated, Agent::DueEvaluation::kAsTheDaemon).ok());
+      if (evaluated) evaluated_at.push_back(t);
+      clock_.Advance(kSec);
+    }
+    return evaluated_at;
+  }
 
   ScratchDir dir_;
   FakeClock clock_;
@@ -139,16 +153,8 @@ TEST_F(DaemonAgentKmsg, RunDueAsTheDaemonEvaluatesOnTheIntervalAndAtOnceAfterACr
   config_.agent.evaluate_interval_ns = 5 * kSec;
   auto agent = NewAgent();
   ASSERT_NE(agent, nullptr);
-  std::vector<int> evaluated_at;
-  for (int t = 0; t <= 12; ++t) {
-    if (t == 7) AppendText(config_.kmsg.path, kFellOffBus);
-    bool evaluated = false;
-    ASSERT_TRUE(agent->RunDue(&evaluated, Agent::DueEvaluation::kAsTheDaemon).ok());
-    if (evaluated) evaluated_at.push_back(t);
-    clock_.Advance(kSec);
-  }
   // The critical line's evaluation restarts the interval, as the thread's timer does.
-  EXPECT_EQ(evaluated_at, (std::vector<int>{0, 5, 7, 12}));
+  EXPECT_EQ(TicksEvaluatedAsTheDaemon(*agent, 12, 7, kFellOffBus), (std::vector<int>{0, 5, 7, 12}));
   const AgentStats s = agent->stats();
   EXPECT_EQ(s.evaluations, 4u);
   EXPECT_EQ(s.evaluations_on_demand, 1u);
@@ -163,15 +169,7 @@ TEST_F(DaemonAgentKmsg, RunDueAsTheDaemonLeavesABenignLineToTheInterval) {
   config_.agent.evaluate_interval_ns = 5 * kSec;
   auto agent = NewAgent();
   ASSERT_NE(agent, nullptr);
-  std::vector<int> evaluated_at;
-  for (int t = 0; t <= 6; ++t) {
-    if (t == 2) AppendText(config_.kmsg.path, kUserXid);
-    bool evaluated = false;
-    ASSERT_TRUE(agent->RunDue(&evaluated, Agent::DueEvaluation::kAsTheDaemon).ok());
-    if (evaluated) evaluated_at.push_back(t);
-    clock_.Advance(kSec);
-  }
-  EXPECT_EQ(evaluated_at, (std::vector<int>{0, 5}));
+  EXPECT_EQ(TicksEvaluatedAsTheDaemon(*agent, 6, 2, kUserXid), (std::vector<int>{0, 5}));
   EXPECT_EQ(agent->stats().observations_inserted, 1u);
   EXPECT_EQ(agent->stats().evaluations_on_demand, 0u);
 }
