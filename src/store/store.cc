@@ -347,6 +347,10 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path, const StoreO
     impl->db = std::move(*db);
   }
   if (auto s = impl->Validate(); !s.ok()) return fail(s);
+  if (options.cache_kib > 0) {  // the connection's own setting: read-only too, nothing written
+    const std::string pragma = "PRAGMA cache_size = -" + std::to_string(options.cache_kib);
+    if (auto s = Exec(impl->db.get(), pragma); !s.ok()) return fail(s);
+  }
   if (options.read_only) {
     if (impl->fresh) return fail(Status(StatusCode::kNotFound, "empty database: no faultline store here"));
     // Read as it is: no migration, but never a schema newer than this binary.

@@ -54,6 +54,12 @@ struct StoreOptions {
   // How long a call waits for another connection's lock before kUnavailable.
   int busy_timeout_ms = 5000;
 
+  // The connection's page cache, KiB (PRAGMA cache_size; 0 = SQLite's default, 2000). The
+  // agent's commits touch the newest pages of each table and index, and readers scan: a
+  // small cache costs neither measurably, and SQLite's default was a quarter of an idle
+  // agent's heap (docs/store.md "Options").
+  int cache_kib = 512;
+
   // Retention (ApplyRetention): drop rows older than this (0 = keep forever).
   int64_t max_age_ns = int64_t{30} * 24 * 3600 * 1'000'000'000;
   // ...and, oldest observations first, until the pages in use fit in this many bytes

@@ -43,6 +43,31 @@ TEST(StoreTest, OpensInWalModeWithCurrentSchema) {
   EXPECT_EQ(PragmaText(dir.File("f.db"), "PRAGMA auto_vacuum"), "2");  // incremental
 }
 
+// SQLite's memory after several MB of rows and a full read: the page cache the store asks
+// for bounds it (the agent's store was a quarter of its heap at SQLite's 2000 KiB).
+int64_t SqliteMemoryAfterManyRows(TempDir& dir, const std::string& name, int cache_kib) {
+  StoreOptions options;
+  options.synchronous = StoreOptions::Synchronous::kNormal;
+  options.cache_kib = cache_kib;
+  auto store = OpenStore(dir.File(name), options);
+  if (store == nullptr) return -1;
+  for (int b = 0; b < 20; ++b) {
+    std::vector<Observation> batch;
+    for (int i = 0; i < 500; ++i) batch.push_back(XidRecord(b * 500 + i + 1, kT0 + (b * 500 + i) * kNsPerSec));
+    EXPECT_TRUE(store->Append(batch, {}).ok());
+  }
+  EXPECT_EQ(store->QueryObservations({})->rows.size(), 10000u);
+  return sqlite3_memory_used();
+}
+
+TEST(StoreTest, ThePageCacheIsBoundedByCacheKib) {
+  TempDir dir;
+  const int64_t small = SqliteMemoryAfterManyRows(dir, "small.db", 256);
+  const int64_t sqlite_default = SqliteMemoryAfterManyRows(dir, "default.db", 0);  // 2000 KiB
+  EXPECT_LT(small, 1 << 20) << small;
+  EXPECT_GT(sqlite_default, small + (1 << 20)) << sqlite_default << " vs " << small;
+}
+
 TEST(StoreTest, AppendThenQueryRoundTripsEveryField) {
   auto store = OpenStore(":memory:");
   Observation o = XidRecord(3973);
