@@ -186,6 +186,14 @@ class DaemonAgentScripted : public ::testing::Test {
     EXPECT_TRUE(agent.ok()) << agent.status().ToString();
     return agent.ok() ? std::move(agent).value() : nullptr;
   }
+  // An agent whose source hands over a step 40 days old (the store keeps 30) and one now.
+  std::unique_ptr<Agent> AgentWithAStepPastMaxAge() {
+    auto owned = std::make_unique<ScriptedSource>();
+    SourceBatch batch;
+    batch.observations = {Step(kT0 - 40LL * 86400 * kSec, 1.0), Step(kT0, 1.0)};
+    owned->Add(batch);
+    return NewAgent(std::move(owned));
+  }
 
   ScratchDir dir_;
   FakeClock clock_;
@@ -263,11 +271,7 @@ TEST_F(DaemonAgentScripted, SlowStepsWithoutAHardwareCauseAreWorkloadImbalance) 
 
 TEST_F(DaemonAgentScripted, RetentionDropsObservationsPastTheStoreMaxAge) {
   config_.agent.retention_interval_ns = kSec;
-  auto owned = std::make_unique<ScriptedSource>();
-  SourceBatch batch;
-  batch.observations = {Step(kT0 - 40LL * 86400 * kSec, 1.0), Step(kT0, 1.0)};  // store keeps 30 days
-  owned->Add(batch);
-  auto agent = NewAgent(std::move(owned));
+  auto agent = AgentWithAStepPastMaxAge();
   ASSERT_NE(agent, nullptr);
   agent->Start();
   for (int i = 0; i < 500 && agent->stats().observations_inserted < 2; ++i) {
@@ -349,11 +353,7 @@ TEST_F(DaemonAgentScripted, RunDueAppliesTheStoresRetentionOnItsInterval) {
   config_.agent.retention_interval_ns = 10 * kSec;
   config_.agent.evaluate_interval_ns = kSec;
   config_.workload.interval_ns = kSec;
-  auto owned = std::make_unique<ScriptedSource>();
-  SourceBatch batch;
-  batch.observations = {Step(kT0 - 40LL * 86400 * kSec, 1.0), Step(kT0, 1.0)};  // store keeps 30 days
-  owned->Add(batch);
-  auto agent = NewAgent(std::move(owned));
+  auto agent = AgentWithAStepPastMaxAge();
   ASSERT_NE(agent, nullptr);
   std::vector<uint64_t> runs;
   for (int t = 0; t <= 25; ++t) {
