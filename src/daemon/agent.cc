@@ -263,12 +263,7 @@ Status Agent::RunDue(bool* evaluated, DueEvaluation when) {
   if (evaluate) {
     last_due_evaluation_ns_ = now;
     if (Status st = EvaluateNow(); !st.ok()) return st;
-    // The evaluator thread's retention: an interval after it started, then every interval.
-    if (!last_due_retention_ns_) last_due_retention_ns_ = now;
-    if (now - *last_due_retention_ns_ >= config_.agent.retention_interval_ns) {
-      last_due_retention_ns_ = now;
-      ApplyRetention();
-    }
+    ApplyRetentionWhenDue();
   }
   std::lock_guard<std::mutex> lock(mu_);
   return first_error_;
@@ -324,7 +319,7 @@ void Agent::SourceLoop(SourceState& s) {
 
 void Agent::EvaluateLoop() {
   NameThisThread("evaluate");
-  int64_t last_retention = clock_.MonotonicNs();
+  last_retention_ns_ = clock_.MonotonicNs();  // the first an interval after the start
   for (;;) {
     // Sleep until the evaluate interval has passed since the last evaluation, an
     // on-demand request (a critical observation was stored), or stop. A request made
@@ -341,11 +336,16 @@ void Agent::EvaluateLoop() {
       if (on_demand) ++stats_.evaluations_on_demand;
     }
     (void)EvaluateNow();
-    if (clock_.MonotonicNs() - last_retention >= config_.agent.retention_interval_ns) {
-      last_retention = clock_.MonotonicNs();
-      ApplyRetention();
-    }
+    ApplyRetentionWhenDue();
   }
+}
+
+void Agent::ApplyRetentionWhenDue() {
+  const int64_t now = clock_.MonotonicNs();
+  if (!last_retention_ns_) last_retention_ns_ = now;  // RunDue: an interval after its first evaluation
+  if (now - *last_retention_ns_ < config_.agent.retention_interval_ns) return;
+  last_retention_ns_ = now;
+  ApplyRetention();
 }
 
 void TuneAllocatorForLongRun() { (void)::mallopt(M_ARENA_MAX, 2); }

@@ -192,6 +192,9 @@ class Agent {
   void SourceLoop(SourceState& s);
   void EvaluateLoop();
   void ApplyRetention();
+  // After an evaluation (the evaluator thread, RunDue): ApplyRetention once its interval
+  // has passed since the last one.
+  void ApplyRetentionWhenDue();
   // Waits up to `ns` or until stop; false when stopping.
   bool WaitFor(int64_t ns);
   // Between two polls of a source: blocks in its WaitForData when it can and is healthy,
@@ -225,7 +228,7 @@ class Agent {
   bool stopped_ = false;
   AgentStats stats_;
   std::optional<int64_t> last_due_evaluation_ns_;  // RunDue's evaluate cadence
-  std::optional<int64_t> last_due_retention_ns_;   // RunDue's retention cadence
+  std::optional<int64_t> last_retention_ns_;       // retention cadence (evaluating thread only)
   std::vector<Diagnosis> last_diagnoses_;
   Status first_error_;
   std::vector<std::thread> threads_;

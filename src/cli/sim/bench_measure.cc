@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -52,6 +53,12 @@ std::string HeapBreakdown() {
   std::snprintf(out, sizeof out, "in use %.1f MiB (sqlite %.1f), free but held %.1f MiB, arenas %.0f MiB mapped",
                 h.in_use_mib, h.sqlite_mib, h.free_held_mib, h.mapped_mib);
   return out;
+}
+
+std::string BenchParentDir(const std::string& workdir) {
+  if (!workdir.empty()) return workdir;
+  const char* tmp = std::getenv("TMPDIR");
+  return tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
 }
 
 namespace {

@@ -28,6 +28,10 @@ Heap ReadHeap();
 // "in use 8.3 MiB (sqlite 2.1), free but held 3.1 MiB, arenas 12 MiB mapped"
 std::string HeapBreakdown();
 
+// Where a bench makes its run's directory: --workdir when given, else $TMPDIR, else /tmp.
+// A disk, not the simulator's /dev/shm: agent-rest times fsynced commits.
+std::string BenchParentDir(const std::string& workdir);
+
 // Rows and bytes of a store, read-only (like why-slow: the agent keeps writing).
 // used_bytes: the pages in use; file_bytes: the file and its WAL. Zeros when it cannot
 // be opened.

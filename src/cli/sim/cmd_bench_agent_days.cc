@@ -16,7 +16,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -79,7 +78,10 @@ Point Take(double at_h, double agent_cpu_s, const daemon::Agent& agent) {
                .heap = ReadHeap()};
 }
 
-double Ms(double s) { return s * 1000; }
+// The agent's CPU time per simulated hour from point a to point b, in ms.
+double CpuMsPerHour(const Point& a, const Point& b) {
+  return (b.agent_cpu_s - a.agent_cpu_s) * 1000 / (b.at_h - a.at_h);
+}
 
 void PrintTimeline(const std::vector<Point>& points) {
   std::printf(
@@ -91,7 +93,7 @@ void PrintTimeline(const std::vector<Point>& points) {
     const uint64_t evaluations = b.agent.evaluations - a.agent.evaluations;
     const uint64_t reused = b.pipeline.isolations_skipped - a.pipeline.isolations_skipped;
     std::printf("  %.1f: %.0f ms, %llu evaluations, %llu isolator runs, %lld rows, %.2f MiB, %.1f MiB\n", b.at_h,
-                Ms(b.agent_cpu_s - a.agent_cpu_s) / (b.at_h - a.at_h), static_cast<unsigned long long>(evaluations),
+                CpuMsPerHour(a, b), static_cast<unsigned long long>(evaluations),
                 static_cast<unsigned long long>(evaluations - std::min(evaluations, reused)),
                 static_cast<long long>(b.store.Rows()), static_cast<double>(b.store.used_bytes) / 1048576.0,
                 b.heap.in_use_mib);
@@ -102,11 +104,7 @@ void PrintTimeline(const std::vector<Point>& points) {
 // boot log, every series' first row, the warm start).
 void PrintCpuSummary(const std::vector<Point>& points) {
   std::vector<double> per_hour;
-  for (size_t i = 2; i < points.size(); ++i) {
-    const Point& a = points[i - 1];
-    const Point& b = points[i];
-    per_hour.push_back(Ms(b.agent_cpu_s - a.agent_cpu_s) / (b.at_h - a.at_h));
-  }
+  for (size_t i = 2; i < points.size(); ++i) per_hour.push_back(CpuMsPerHour(points[i - 1], points[i]));
   if (per_hour.empty()) {
     std::printf("agent_cpu_ms_per_simulated_hour: too few points (--points 3 or more)\n");
     return;
@@ -174,8 +172,7 @@ int RunDays(const DaysArgs& a) {
     std::cerr << "faultline bench agent-days: fake NVML library not found (--nvml-lib)\n";
     return kExitUsage;
   }
-  const char* tmp = std::getenv("TMPDIR");
-  o.workdir = !a.workdir.empty() ? a.workdir : (tmp != nullptr && *tmp != '\0') ? tmp : "/tmp";
+  o.workdir = BenchParentDir(a.workdir);
   o.keep_workdir = a.keep;
   o.tick_s = 1;  // the shortest production interval (kmsg); a scenario's agent: block may say otherwise
   o.configure = UseProductionIntervals;
@@ -208,7 +205,7 @@ int RunDays(const DaysArgs& a) {
   PrintTimeline(points);
   PrintCpuSummary(points);
   PrintGrowth(points);
-  std::printf("agent_cpu_seconds: %.2f in all (%.0f evaluations, %.0f polls, %.0f retention runs)\n", run->agent_cpu_s,
+  std::printf("agent_cpu_seconds: %.2f in all (%.0f evaluations, %.0f polls, %.0f retention runs)\n", cpu_s,
               static_cast<double>(run->agent.evaluations), static_cast<double>(run->agent.polls),
               static_cast<double>(run->agent.retention_runs));
   std::printf(

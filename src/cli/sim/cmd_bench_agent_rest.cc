@@ -496,9 +496,7 @@ int RunRest(const RestArgs& a) {
   }
   // The store goes where the run's files go: on a disk, not /dev/shm (the simulator's
   // default), since every commit is fsynced and that is part of the latency.
-  const char* tmp = std::getenv("TMPDIR");
-  const std::string parent = !a.workdir.empty() ? a.workdir : (tmp != nullptr && *tmp != '\0') ? tmp : "/tmp";
-  auto made = sim::MakeUniqueDir(parent, "agent-rest");
+  auto made = sim::MakeUniqueDir(BenchParentDir(a.workdir), "agent-rest");
   if (!made.ok()) {
     std::cerr << "faultline bench agent-rest: " << made.status().message() << "\n";
     return kExitUsage;

@@ -325,9 +325,7 @@ Result<ScenarioRun> RunScenarioLockstep(const NodeScenario& scenario, const Lock
     const auto tick_start = std::chrono::steady_clock::now();
     const int64_t cpu_start = ThreadCpuNs();
     if (Status s = (*agent)->RunDue(&evaluated, o.evaluate); !s.ok()) return s;
-    const int64_t cpu_ns = ThreadCpuNs() - cpu_start;
-    run.agent_cpu_s += static_cast<double>(cpu_ns) / 1e9;
-    if (o.on_tick) o.on_tick(t, cpu_ns, **agent);
+    if (o.on_tick) o.on_tick(t, ThreadCpuNs() - cpu_start, **agent);
     if (!evaluated) continue;
     const double tick_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tick_start).count();

@@ -90,7 +90,6 @@ struct ScenarioRun {
   // what the simulated-clock latency does not include.
   double agent_tick_ms_mean = 0;
   double agent_tick_ms_max = 0;
-  double agent_cpu_s = 0;  // this thread's CPU time in the agent's RunDue, every tick
 };
 
 // The agent configuration that points every source at the simulated node.
