@@ -170,12 +170,17 @@ struct PartMatch {
   std::string serial;
   std::string uuid;
 
+  // The part's own rows and its device's: a GPU's NVLink links are its counters, not its identity.
   bool Matches(const ComponentRef& c) const {
+    if (!gpu_index.empty() && c.Id().rfind("nvlink/" + gpu_index + "/", 0) == 0) return true;
+    return Identifies(c);
+  }
+
+  // The same device: its serial, model and versions are the part's.
+  bool Identifies(const ComponentRef& c) const {
     const std::string cid = c.Id();
     if (cid == id) return true;
-    if (!gpu_index.empty() && (cid == "gpu/" + gpu_index || cid.rfind("nvlink/" + gpu_index + "/", 0) == 0)) {
-      return true;
-    }
+    if (!gpu_index.empty() && cid == "gpu/" + gpu_index) return true;
     auto key = [&](const char* k) {
       auto it = c.keys.find(k);
       return it == c.keys.end() ? std::string() : it->second;
@@ -203,12 +208,62 @@ PartMatch MatchFor(const ComponentRef& c) {
   return m;
 }
 
-// Facts an operator or a source may record about the node and its firmware, by attribute name.
-constexpr std::string_view kFactKeys[] = {
-    "driver_version",       "cuda_driver_version", "vbios_version",    "vbios",
-    "inforom_version",      "gpu_firmware",        "firmware_version", "bmc_firmware",
-    "bmc_firmware_version", "kernel_version",      "os_version",       "model",
-    "part_number",          "board_part_number"};
+// Facts about the whole node a source or an operator may record, by attribute name. A part's
+// own versions (VBIOS, firmware, part number) are the part's (PartFields), never the node's:
+// another GPU's VBIOS must not land in this GPU's bundle.
+constexpr std::string_view kFactKeys[] = {"driver_version",       "cuda_driver_version", "bmc_firmware",
+                                          "bmc_firmware_version", "kernel_version",      "os_version"};
+
+// What names a part for its vendor, by canonical field: the attribute names a source may
+// store it under on the part's observations (NVML's gpu_identity, an operator's import) and
+// the property of the Redfish resource the BMC served for it (kept as the reading's raw JSON).
+struct PartField {
+  std::string_view field;
+  std::string_view label;
+  std::vector<std::string_view> attrs;
+  std::string_view redfish;  // empty: not a Redfish property
+};
+
+const std::vector<PartField>& PartFields() {
+  static const std::vector<PartField> kFields = {
+      {"model", "Model", {"model"}, "Model"},
+      {"manufacturer", "Manufacturer", {"manufacturer"}, "Manufacturer"},
+      {"serial", "Serial number", {"serial"}, "SerialNumber"},
+      {"board_part_number", "Board part number", {"board_part_number", "part_number"}, "PartNumber"},
+      {"part_number", "Part number", {"part_number", "board_part_number"}, "PartNumber"},
+      {"uuid", "UUID", {"uuid"}, ""},
+      {"bdf", "PCI bus id", {"bdf"}, ""},
+      {"pci_id", "PCI vendor:device", {"pci_id"}, ""},
+      {"vbios_version", "VBIOS version", {"vbios_version", "vbios"}, ""},
+      {"inforom_version", "InfoROM version", {"inforom_version"}, ""},
+      {"firmware_version", "Firmware version", {"firmware_version", "gpu_firmware"}, "FirmwareVersion"},
+      {"driver_version", "Driver version", {}, ""},  // the node's (kFactKeys)
+  };
+  return kFields;
+}
+
+// The fields an RMA names for each kind of part, in table order; each is written "not
+// recorded" when the store lacks it. Optional ones (InfoROM) appear only when recorded.
+std::vector<std::string_view> RequiredFields(ComponentType t) {
+  switch (t) {
+    case ComponentType::kGpu:
+    case ComponentType::kNvlink:
+      return {"model", "serial", "board_part_number", "uuid", "bdf", "pci_id", "vbios_version", "driver_version"};
+    case ComponentType::kPsu:
+    case ComponentType::kFan:
+    case ComponentType::kCoolant:
+    case ComponentType::kSensor:
+    case ComponentType::kChassis:
+      return {"model", "manufacturer", "serial", "part_number", "firmware_version"};
+    default:
+      return {"model", "serial", "part_number", "uuid", "bdf", "pci_id", "firmware_version", "driver_version"};
+  }
+}
+
+// A BMC-side part (PSU, fan, ...) whose readings the RMA carries instead of GPU counters.
+bool IsBmcPart(ComponentType t) {
+  return t == ComponentType::kPsu || t == ComponentType::kFan || t == ComponentType::kCoolant;
+}
 
 // Location keys a topology file or the BMC may attach (facility ticket).
 constexpr std::string_view kLocationKeys[] = {"site", "room",    "row",        "rack", "pdu",
@@ -225,10 +280,11 @@ struct StoreView {
   Diagnosis dx;
   int64_t since_ns = 0;
   int64_t until_ns = 0;
-  std::vector<Observation> history;  // the node's newest observations, oldest first
-  std::vector<Observation> kernel;   // kernel lines in the window
-  std::vector<Observation> sel;      // SEL entries in the window
-  std::vector<ActionRecord> notes;   // the assistant's notes for the diagnosis, oldest first
+  std::vector<Observation> history;   // the node's newest observations, oldest first
+  std::vector<Observation> identity;  // the part's identity rows, however old (history may not reach them)
+  std::vector<Observation> kernel;    // kernel lines in the window
+  std::vector<Observation> sel;       // SEL entries in the window
+  std::vector<ActionRecord> notes;    // the assistant's notes for the diagnosis, oldest first
   bool kernel_truncated = false;
   bool sel_truncated = false;
   bool history_truncated = false;
@@ -278,7 +334,45 @@ Result<std::vector<Observation>> Newest(Store& store, ObservationQuery q, size_t
   return out;
 }
 
+// What no plan and no operator makes right: an RMA for a user program or a fault that is no
+// failed part, or returning anything but the failing PSU/fan itself for a power, cooling or
+// leak cause (never a GPU); a facility ticket for a user program or a non-hardware fault.
+bool BreaksTheFloor(BundleKind kind, const Diagnosis& d) {
+  const CauseGroup group = GroupOf(d.fault_class);
+  if (group == CauseGroup::kUserProgram || group == CauseGroup::kNotHardware) return true;
+  if (kind == BundleKind::kRma && group == CauseGroup::kFacility) {
+    return d.component.type != ComponentType::kPsu && d.component.type != ComponentType::kFan;
+  }
+  return false;
+}
+
+// The rows that name the diagnosed part, read on their own: a series is stored once per
+// change, so a GPU's identity may be older than the newest history rows. NVML's gpu_identity
+// rows for a GPU-side part; the part's own rows for anything else (a PSU's Redfish resource).
+Result<std::vector<Observation>> IdentityRows(Store& store, const StoreView& v) {
+  constexpr size_t kMaxIdentityRows = 200;
+  ObservationQuery q;
+  q.node = v.node;
+  q.include_seen = false;
+  bool truncated = false;
+  size_t bad_rows = 0;
+  switch (v.dx.component.type) {
+    case ComponentType::kGpu:
+    case ComponentType::kNvlink:
+    case ComponentType::kPcie:
+      q.kind = ObsKind::kGpuIdentity;
+      break;
+    default:
+      q.component = v.dx.component.Id();
+      break;
+  }
+  return Newest(store, q, kMaxIdentityRows, truncated, bad_rows);
+}
+
 Result<StoreView> ReadStore(Store& store, BundleKind kind, const BundleOptions& options) {
+  if (options.warrant != Warrant::kFaultClass && !options.diagnosis_id) {
+    return Status(StatusCode::kInvalidArgument, "a bundle warranted by the action plan names its diagnosis id");
+  }
   auto row = PickDiagnosis(store, kind, options);
   if (!row.ok()) return row.status();
   StoreView v;
@@ -287,11 +381,16 @@ Result<StoreView> ReadStore(Store& store, BundleKind kind, const BundleOptions& 
   v.dx = row->value;
   const CauseGroup group = GroupOf(v.dx.fault_class);
   const CauseGroup want = kind == BundleKind::kRma ? CauseGroup::kPart : CauseGroup::kFacility;
-  if (group != want) {
+  // A caller that checked the action plan (or an operator's --force) has judged already: the
+  // plan may return a PSU or send a cable fault to facilities, which the fault class alone would
+  // not. Only the hard floor holds then (BreaksTheFloor).
+  const bool refuse = options.warrant == Warrant::kFaultClass ? group != want : BreaksTheFloor(kind, v.dx);
+  if (refuse) {
     return Status(StatusCode::kInvalidArgument,
-                  "refusing a " + std::string(KindName(kind)) + " for diagnosis #" + std::to_string(v.diagnosis_id) +
-                      " (" + std::string(ToString(v.dx.fault_class)) + " on " + v.dx.component.Id() +
-                      "): the cause is " + std::string(GroupAdvice(group)));
+                  std::string(kind == BundleKind::kRma ? "refusing an " : "refusing a ") + std::string(KindName(kind)) +
+                      " for diagnosis #" + std::to_string(v.diagnosis_id) + " (" +
+                      std::string(ToString(v.dx.fault_class)) + " on " + v.dx.component.Id() + "): the cause is " +
+                      std::string(GroupAdvice(group)));
   }
   const int64_t first = v.dx.first_ns != 0 ? v.dx.first_ns : v.dx.last_ns;
   const int64_t last = v.dx.last_ns != 0 ? v.dx.last_ns : first;
@@ -303,6 +402,9 @@ Result<StoreView> ReadStore(Store& store, BundleKind kind, const BundleOptions& 
   auto history = Newest(store, all, options.max_counter_rows, v.history_truncated, v.bad_rows);
   if (!history.ok()) return history.status();
   v.history = std::move(history).value();
+  auto identity = IdentityRows(store, v);
+  if (!identity.ok()) return identity.status();
+  v.identity = std::move(identity).value();
 
   ObservationQuery kq;
   kq.node = v.node;
@@ -402,28 +504,104 @@ std::map<std::pair<std::string, std::string>, Latest> LatestBySeries(const std::
   return out;
 }
 
-// Facts about the node (driver, firmware, ...) and the part's identity, newest value wins.
+std::string Fact(std::string_view value) { return OneLine(RedactSecrets(value), 256); }
+
+std::string Str(const Json& j, std::string_view key) {
+  auto it = j.find(std::string(key));
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// The part's identity and versions by canonical field (PartFields), newest value wins: the
+// keys and attributes of the same device's rows (NVML's gpu_identity names the model "name"),
+// and for a Redfish reading the resource the BMC served, kept as its raw JSON. Then the
+// diagnosis' own component keys, and the node's driver version.
+std::map<std::string, std::string> PartIdentity(const StoreView& v, const PartMatch& part,
+                                                const std::map<std::string, std::string>& node_facts) {
+  std::vector<const Observation*> rows;
+  for (const auto* list : {&v.identity, &v.history}) {
+    for (const Observation& o : *list) {
+      if (part.Identifies(o.component)) rows.push_back(&o);
+    }
+  }
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const Observation* a, const Observation* b) { return a->time_ns > b->time_ns; });
+  std::map<std::string, std::string> out;
+  auto take = [&](std::string_view field, const std::string& value) {
+    if (!value.empty() && !out.count(std::string(field))) out[std::string(field)] = Fact(value);
+  };
+  for (const Observation* o : rows) {
+    bool redfish_missing = false;
+    for (const PartField& f : PartFields()) {
+      for (std::string_view a : f.attrs) {
+        const std::string key(a);
+        if (auto it = o->attrs.find(key); it != o->attrs.end()) take(f.field, it->second);
+        if (auto it = o->component.keys.find(key); it != o->component.keys.end()) take(f.field, it->second);
+      }
+      redfish_missing |= !f.redfish.empty() && !out.count(std::string(f.field));
+    }
+    if (o->kind == ObsKind::kGpuIdentity) {
+      if (auto it = o->attrs.find("name"); it != o->attrs.end()) take("model", it->second);
+      for (const char* k : {"index", "slot"}) {
+        if (auto it = o->attrs.find(k); it != o->attrs.end()) take(k, it->second);
+      }
+    }
+    if (redfish_missing && o->source == Source::kRedfish && !o->raw.empty() && o->raw.front() == '{') {
+      const Json j = Json::parse(o->raw, nullptr, false);
+      if (!j.is_object()) continue;
+      for (const PartField& f : PartFields()) {
+        if (!f.redfish.empty()) take(f.field, Str(j, f.redfish));
+      }
+    }
+  }
+  // Every key the diagnosis carries (serial, rack, slot, ...): what the detector tied to it.
+  for (const auto& [k, val] : v.dx.component.keys) take(k, val);
+  const auto required = RequiredFields(v.dx.component.type);
+  if (std::find(required.begin(), required.end(), "driver_version") != required.end()) {
+    if (auto it = node_facts.find("driver_version"); it != node_facts.end()) take("driver_version", it->second);
+  }
+  return out;
+}
+
+// Facts about the node (driver, BMC firmware, ...), newest value wins, and the part's
+// identity (PartIdentity); `not_recorded` / `part_not_recorded` name what the store lacks.
 Json NodeFacts(const StoreView& v, const PartMatch& part, std::map<std::string, std::string>& identity) {
   std::map<std::string, std::string> facts;
-  for (const auto& [k, val] : v.dx.component.keys) identity[k] = OneLine(RedactSecrets(val), 256);
-  for (const Observation& o : v.history) {
-    for (const auto& [k, val] : o.attrs) {
-      if (std::find(std::begin(kFactKeys), std::end(kFactKeys), k) != std::end(kFactKeys) && !val.empty()) {
-        facts[k] = OneLine(RedactSecrets(val), 256);
-      }
-    }
-    if (o.kind == ObsKind::kGpuIdentity && part.Matches(o.component)) {
-      for (const char* k : {"name", "uuid", "serial", "bdf", "index"}) {
-        auto it = o.attrs.find(k);
-        if (it != o.attrs.end() && !it->second.empty()) identity[k] = OneLine(RedactSecrets(it->second), 256);
+  // The identity rows first: they are the older ones, and the newest value wins.
+  for (const auto* list : {&v.identity, &v.history}) {
+    for (const Observation& o : *list) {
+      for (const auto& [k, val] : o.attrs) {
+        if (std::find(std::begin(kFactKeys), std::end(kFactKeys), k) != std::end(kFactKeys) && !val.empty()) {
+          facts[k] = Fact(val);
+        }
       }
     }
   }
+  identity = PartIdentity(v, part, facts);
   Json unknown = Json::array();
-  for (const char* k : {"driver_version", "vbios_version", "bmc_firmware_version"}) {
+  for (const char* k : {"driver_version", "bmc_firmware_version"}) {
     if (!facts.count(k)) unknown.push_back(k);
   }
-  return Json{{"node", OneLine(v.node)}, {"facts", facts}, {"part", identity}, {"not_recorded", unknown}};
+  Json part_unknown = Json::array();
+  for (std::string_view k : RequiredFields(v.dx.component.type)) {
+    if (!identity.count(std::string(k))) part_unknown.push_back(k);
+  }
+  return Json{{"node", OneLine(v.node)},
+              {"facts", facts},
+              {"not_recorded", unknown},
+              {"part", identity},
+              {"part_not_recorded", part_unknown}};
+}
+
+std::string WarrantName(Warrant w) {
+  switch (w) {
+    case Warrant::kActionPlan:
+      return "action_plan";
+    case Warrant::kForced:
+      return "forced";
+    case Warrant::kFaultClass:
+      break;
+  }
+  return "fault_class";
 }
 
 Json DiagnosisJson(const StoreView& v, BundleKind kind, const BundleOptions& options) {
@@ -441,6 +619,7 @@ Json DiagnosisJson(const StoreView& v, BundleKind kind, const BundleOptions& opt
               {"prepared_at", Iso(options.now_ns)},
               {"diagnosis_id", v.diagnosis_id},
               {"node", v.node},
+              {"warrant", {{"by", WarrantName(options.warrant)}, {"note", RedactSecrets(options.warrant_note)}}},
               {"window", {{"since", Iso(v.since_ns)}, {"until", Iso(v.until_ns)}}},
               {"diagnosis", dx}};
 }
@@ -518,6 +697,10 @@ std::string PartLabel(ComponentType t) {
       return "PCIe device/link";
     case ComponentType::kIb:
       return "InfiniBand adapter port";
+    case ComponentType::kPsu:
+      return "Power supply";
+    case ComponentType::kFan:
+      return "Fan";
     default:
       return std::string(ToString(t));
   }
@@ -575,34 +758,62 @@ std::string FactsTable(const Json& facts) {
   return md + "\n";
 }
 
-std::string Get(const std::map<std::string, std::string>& m, const std::string& k) {
-  auto it = m.find(k);
-  return it == m.end() || it->second.empty() ? "not known" : it->second;
+// Why this document exists, for its reader: the plan asked for it, or an operator overrode it.
+std::string WhyLine(BundleKind kind, const BundleOptions& options) {
+  const std::string note = options.warrant_note.empty() ? "" : " (" + Md(options.warrant_note) + ")";
+  switch (options.warrant) {
+    case Warrant::kActionPlan:
+      return "Called for by faultline's action plan for this diagnosis" + note + ".\n\n";
+    case Warrant::kForced:
+      return std::string(
+                 "**Prepared on an operator's request (--force): faultline's action plan for this diagnosis "
+                 "does not call for ") +
+             (kind == BundleKind::kRma ? "an RMA" : "a facility ticket") + note + ".**\n\n";
+    case Warrant::kFaultClass:
+      break;
+  }
+  return "";
+}
+
+// The part table of an RMA: the fields its kind of part is named by, in order; what the
+// store lacks is said so, never guessed.
+std::string PartTable(const StoreView& v, const std::map<std::string, std::string>& identity) {
+  std::string md = "## Part\n\n| field | value |\n|---|---|\n";
+  md += "| Part | " + PartLabel(v.dx.component.type) + " `" + Md(v.dx.component.Id()) + "` |\n";
+  auto row = [&](std::string_view field) {
+    for (const PartField& f : PartFields()) {
+      if (f.field != field) continue;
+      auto it = identity.find(std::string(field));
+      md += "| " + std::string(f.label) + " | " +
+            (it == identity.end() ? std::string("not recorded") : Md(it->second)) + " |\n";
+    }
+  };
+  for (std::string_view field : RequiredFields(v.dx.component.type)) row(field);
+  if (identity.count("inforom_version")) row("inforom_version");
+  if (identity.count("slot")) md += "| Slot | " + Md(identity.at("slot")) + " |\n";
+  return md + "| Node | " + Md(v.node) + " |\n\n";
 }
 
 Bundle RmaBundle(const StoreView& v, const BundleOptions& options) {
   const PartMatch part = MatchFor(v.dx.component);
   std::map<std::string, std::string> identity;
   const Json facts = NodeFacts(v, part, identity);
+  // A PSU or fan has no error counters: its readings (power, voltage, state) are its history.
+  const bool bmc_part = IsBmcPart(v.dx.component.type);
   std::vector<const Observation*> counters;
   for (const Observation& o : v.history) {
-    if (IsPartCounter(o.kind) && part.Matches(o.component)) counters.push_back(&o);
+    const bool series = IsPartCounter(o.kind) || (bmc_part && IsPhysicalReading(o.kind));
+    if (series && part.Matches(o.component)) counters.push_back(&o);
   }
   std::string md = "# RMA evidence: " + PartLabel(v.dx.component.type) + " " + Md(v.dx.component.Id()) + " on node " +
                    Md(v.node) + "\n\n";
   md += "Prepared by faultline on " + Iso(options.now_ns) + " from diagnosis #" + std::to_string(v.diagnosis_id) +
         ", for the vendor's support engineer: the part, what failed and since when, and the raw evidence.\n\n";
-  md += "## Part\n\n| field | value |\n|---|---|\n";
-  md += "| Part | " + PartLabel(v.dx.component.type) + " `" + Md(v.dx.component.Id()) + "` |\n";
-  md += "| Model | " + Md(Get(identity, "name")) + " |\n";
-  md += "| Serial number | " + Md(Get(identity, "serial")) + " |\n";
-  md += "| UUID | " + Md(Get(identity, "uuid")) + " |\n";
-  md += "| PCI bus id | " + Md(Get(identity, "bdf")) + " |\n";
-  md += "| PCI vendor:device | " + Md(Get(identity, "pci_id")) + " |\n";
-  if (identity.count("slot")) md += "| Slot | " + Md(identity.at("slot")) + " |\n";
-  md += "| Node | " + Md(v.node) + " |\n\n";
+  md += WhyLine(BundleKind::kRma, options);
+  md += PartTable(v, identity);
   WhatFailed(md, v);
-  md += "## Counters of the part (first and latest value of each series)\n\n";
+  md += std::string(bmc_part ? "## Readings of the part" : "## Counters of the part") +
+        " (first and latest value of each series)\n\n";
   SeriesTable(md, LatestBySeries(counters), "counters.csv", v.dx.component.Id());
   md += "## Node facts\n\n" + FactsTable(facts);
   AssistantNotes(md, v);
@@ -610,8 +821,10 @@ Bundle RmaBundle(const StoreView& v, const BundleOptions& options) {
       "## Files\n\n"
       "- `summary.md`: this page\n"
       "- `diagnosis.json`: the diagnosis as faultline stored it (evidence chain, ruled-out layers)\n"
-      "- `counters.csv`: the part's counter history (ECC, row remapping, retired pages, PCIe replay/AER, NVLink "
-      "CRC/replay/recovery, InfiniBand, XID/SXid)" +
+      "- `counters.csv`: the part's " +
+      std::string(bmc_part ? "readings (power, voltage, state, temperature, fan) as the BMC reported them"
+                           : "counter history (ECC, row remapping, retired pages, PCIe replay/AER, NVLink "
+                             "CRC/replay/recovery, InfiniBand, XID/SXid)") +
       std::string(v.history_truncated ? " from the newest stored observations" : "") +
       "\n"
       "- `kernel.log`: the node's kernel lines in the window (" +
@@ -620,7 +833,8 @@ Bundle RmaBundle(const StoreView& v, const BundleOptions& options) {
       "- `bmc_sel.log`: the BMC's system event log entries in the window (" +
       std::to_string(v.sel.size()) +
       ")\n"
-      "- `node_facts.json`: driver, firmware and identity facts when known\n";
+      "- `node_facts.json`: the node's driver and firmware facts and the part's identity and versions, with "
+      "what the store did not record\n";
   Bundle b;
   b.files = {{"summary.md", md},
              {"diagnosis.json", DiagnosisJson(v, BundleKind::kRma, options).dump(2) + "\n"},
@@ -652,9 +866,13 @@ Bundle FacilityTicket(const StoreView& v, const BundleOptions& options) {
   std::string md =
       "# Facility ticket: " + Md(std::string(ToString(v.dx.fault_class))) + " at node " + Md(v.node) + "\n\n";
   md += "To: data-center facilities (power and cooling). Prepared by faultline on " + Iso(options.now_ns) +
-        " from diagnosis #" + std::to_string(v.diagnosis_id) +
-        ". This is a power, cooling or leak problem around the node, not a failed GPU: no GPU is to be "
-        "returned for it.\n\n";
+        " from diagnosis #" + std::to_string(v.diagnosis_id) + ". " +
+        (GroupOf(v.dx.fault_class) == CauseGroup::kFacility
+             ? std::string("This is a power, cooling or leak problem around the node, not a failed GPU")
+             : "faultline's action plan hands this " + Md(std::string(ToString(v.dx.fault_class))) +
+                   " fault to facilities (cabling, power or cooling work around the node)") +
+        ": no GPU is to be returned for it.\n\n";
+  md += WhyLine(BundleKind::kFacility, options);
   md += "## Where\n\n| field | value |\n|---|---|\n| Node | " + Md(v.node) + " |\n| Component | `" +
         Md(v.dx.component.Id()) + "` |\n";
   for (const auto& [k, val] : location) md += "| " + Md(k) + " | " + Md(val) + " |\n";

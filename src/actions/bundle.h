@@ -8,9 +8,18 @@
 //    the same shape addressed to facilities: where (rack/PDU/feed/loop when the topology
 //    names them), what, since when, the physical readings (readings.csv) and the SEL.
 //
-// Rules: a GPU RMA is refused for a physical cause (that is a facility ticket) and for a
-// user program, a driver fault or no hardware cause; a facility ticket is refused for
-// anything but a physical cause (kInvalidArgument, the message saying what to do instead).
+// Which diagnosis calls for which document is the remediation policy's word: its action plan
+// (policy::PlanActions) proposes rma_bundle or facility_ticket, not refused. This library sits
+// below the policy, so a caller that checked the plan says so (BundleOptions::warrant); the
+// commands and the policy's actuator do. A caller that did not gets the fault-class guard: a
+// GPU RMA is refused for a physical cause (that is a facility ticket) and for a user program, a
+// driver fault or no hardware cause; a facility ticket is refused for anything but a physical
+// cause (kInvalidArgument, the message saying what to do instead).
+//
+// The RMA bundle names the part by what the store holds of it: serial, model, board part
+// number, UUID, PCI id, VBIOS and driver versions for a GPU; serial, model, part number and
+// firmware for a PSU or fan (from the Redfish resource the BMC served). What the store does
+// not hold is written "not recorded", never guessed.
 // File names in the archive are fixed; text from the store is made one line per record, and
 // values after credential-like keys (password, token, secret, authorization, ...) are
 // replaced by "[redacted]", so no secret the logs happened to carry ends up in the bundle.
@@ -43,9 +52,18 @@ enum class CauseGroup {
 };
 CauseGroup GroupOf(FaultClass fault_class);
 
+// Who judged that the diagnosis calls for the document.
+enum class Warrant {
+  kFaultClass,  // nobody: BuildBundle applies the fault-class guard (GroupOf) itself
+  kActionPlan,  // the caller checked that policy::PlanActions proposes it, not refused
+  kForced,      // an operator asked for it although the plan does not (`--force`): the files say so
+};
+
 struct BundleOptions {
-  std::optional<int64_t> diagnosis_id;                        // unset: the newest eligible diagnosis
-  std::optional<std::string> node;                            // narrows the search for the newest one
+  std::optional<int64_t> diagnosis_id;  // unset: the newest eligible diagnosis
+  Warrant warrant = Warrant::kFaultClass;
+  std::string warrant_note;         // one line on the plan ("rule physical_part_rma"), quoted in the files
+  std::optional<std::string> node;  // narrows the search for the newest one
   int64_t window_pad_ns = int64_t{2} * 3600 * 1'000'000'000;  // raw lines: [first - pad, last + pad]
   size_t max_lines = 20'000;                                  // per raw-evidence file (the newest in the window)
   size_t max_counter_rows = 100'000;                          // counter history rows (the newest)

@@ -97,6 +97,10 @@ Status BundleActuator::Apply(const Decision& d) {
   const Clock& clock = options_.clock != nullptr ? *options_.clock : system_clock_;
   BundleOptions bo;
   bo.diagnosis_id = d.diagnosis_id;
+  // The decision is the policy's plan for this diagnosis (policy::PlanActions): it, not the
+  // fault class, says which document; BuildBundle still holds the hard floor.
+  bo.warrant = Warrant::kActionPlan;
+  bo.warrant_note = d.rule.empty() ? "" : "rule " + d.rule;
   bo.window_pad_ns = options_.window_pad_ns;
   bo.now_ns = clock.NowNs();
   const BundleKind kind = d.action_class == ActionClass::kRmaBundle ? BundleKind::kRma : BundleKind::kFacility;

@@ -12,10 +12,11 @@
 //  - Observe: the file exists and is a complete gzip'd tar (the gzip CRC and length check,
 //    the tar's end-of-archive blocks) -> kInEffect; absent -> kNotInEffect; present but
 //    damaged (a disk filled up, someone truncated it) -> kNotInEffect, and Apply replaces it.
-//  - Apply builds the bundle from the store for the decision's diagnosis id. A cause the
-//    document does not fit (a GPU RMA for a power fault) is kInvalidArgument from
-//    BuildBundle; the rules keep physical causes to facility tickets, so it is a bug
-//    guard, stored as failed, never a silent wrong bundle.
+//  - Apply builds the bundle from the store for the decision's diagnosis id, warranted by
+//    the action plan the decision came from (a PSU's RMA, a cable fault's facility ticket).
+//    A cause no plan may send the document for (a GPU RMA for a power fault, anything for a
+//    user program) is kInvalidArgument from BuildBundle's hard floor: a bug guard, stored as
+//    failed, never a silent wrong bundle.
 //  - The store is only read; never logs.
 #pragma once
 

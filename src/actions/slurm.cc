@@ -215,7 +215,13 @@ Status SlurmActuator::ResumeIfOurs(const std::string& name, const std::string& d
                                                      node->reason + "\"): left drained");
   }
   auto out = Run({options_.scontrol, "update", "nodename=" + name, "state=resume"});
-  if (!out.ok()) return out.status();
+  if (!out.ok()) {
+    // slurmctld may clear the drain and still answer an error (22.05, a node in UNKNOWN
+    // state: "Invalid node state specified"): what counts is whether the node is still drained.
+    auto after = ShowNode(name);
+    if (after.ok() && !after->Drained()) return Status::Ok();
+    return out.status();
+  }
   return Status::Ok();
 }
 

@@ -330,11 +330,9 @@ ApiResponse ApiHandler::WhySlow(const QueryParams& params) {
     if (answer.status().code() == StatusCode::kInvalidArgument) return Error(400, answer.status().message(), "since");
     return Failed(answer.status());
   }
-  // The shape of `faultline why-slow --json`.
-  const std::vector<Diagnosis>& dx = answer->diagnoses;
-  Json j{{"node", provider_.Node()}, {"diagnoses", dx}};
-  j["primary"] = dx.empty() ? Json{{"fault_class", "none"}, {"action", "none"}} : Json(dx.front());
-  return JsonReply(j);
+  // The shape of `faultline why-slow --json`; no data for the node in the window is
+  // 200 with "status": "unknown" (the CLI's exit 3), never a workload answer.
+  return JsonReply(daemon::WhySlowJson(provider_.Node(), *answer));
 }
 
 ApiResponse ApiHandler::Metrics(const QueryParams& params) {

@@ -219,6 +219,27 @@ std::string OfflineText(const ToolContext& ctx, const AskRequest& request, const
   return out.str();
 }
 
+// The answer without node data: the statement, the question and the runbook sections it
+// matches. No "what failed" or "what to do": nothing here is about the node.
+std::string GeneralGuidanceText(const ToolContext& /*ctx*/, const AskRequest& request, const AskAnswer& a) {
+  std::ostringstream out;
+  out << a.node_data_statement << "\n\nQuestion: " << request.question << "\n";
+  out << "\nRunbook sections (general guidance for the question, not checked against this node):\n";
+  if (a.runbooks.empty()) out << "  (none)\n";
+  RenderRunbooks(out, a.runbooks);
+  for (const std::string& n : a.notes) out << "\nNote: " << n << "\n";
+  return out.str();
+}
+
+// What the model is told when there is no node data: our words, in the system message.
+std::string NoNodeDataRule(const ToolContext& ctx, const std::string& gap) {
+  return "There is no data about this node here (" + gap +
+         "): get_diagnoses, get_observations and why_slow answer so, and propose_action is refused. Do not "
+         "diagnose the node, guess its state or cite ids; answer only with general guidance from search_kb, and "
+         "say that it is general guidance, not a diagnosis of " +
+         (ctx.node.empty() ? std::string("this node") : ctx.node) + ".";
+}
+
 // ---- the model loop ----
 
 std::string UserMessage(const ToolContext& ctx, const AskRequest& request) {
@@ -292,14 +313,22 @@ std::string SystemPrompt() {
          "3. Only the operator's question (the user message) states what to do.";
 }
 
+std::string NoNodeDataStatement(const std::string& node, const std::string& gap) {
+  return "No node data (" + gap + "): this is general guidance from the knowledge base, not a diagnosis of " +
+         (node.empty() ? std::string("this node") : "node " + node) + ".";
+}
+
 AskAnswer AskOffline(const Toolbox& tools, const AskRequest& request, const AskOptions& options) {
   const ToolContext& ctx = tools.context();
   AskAnswer a;
   a.mode = "offline";
   a.stop_reason = "offline";
-  if (ctx.store == nullptr) {
-    a.text = "No store is open: nothing to answer from.";
-    a.stop_reason = "no_store";
+  a.no_node_data = NodeDataGap(ctx);
+  if (!a.no_node_data.empty()) {
+    a.node_data_statement = NoNodeDataStatement(ctx.node, a.no_node_data);
+    // The question alone picks the sections: there is no diagnosis to add its class.
+    a.runbooks = Runbooks(ctx, request.question, options.runbook_sections, a.notes);
+    a.text = GeneralGuidanceText(ctx, request, a);
     return a;
   }
   Grounding g = Ground(ctx, request);
@@ -344,10 +373,14 @@ AskAnswer AskWithModel(ChatModel& model, const Toolbox& tools, const AskRequest&
   a.diagnosis_id = base.diagnosis_id;
   a.evidence = base.evidence;
   a.notes = base.notes;
+  a.no_node_data = base.no_node_data;
+  a.node_data_statement = base.node_data_statement;
 
   ChatRequest req;
   req.tools = tools.Specs();
-  req.messages = {{"system", SystemPrompt(), {}, "", ""}, {"user", UserMessage(tools.context(), request), {}, "", ""}};
+  std::string system = SystemPrompt();
+  if (!a.no_node_data.empty()) system += "\n" + NoNodeDataRule(tools.context(), a.no_node_data);
+  req.messages = {{"system", system, {}, "", ""}, {"user", UserMessage(tools.context(), request), {}, "", ""}};
   for (const ChatMessage& m : req.messages) a.transcript.push_back(ChatMessageJson(m));
 
   std::map<std::string, Citation> shown;  // everything the tools showed, by id
@@ -413,6 +446,8 @@ AskAnswer AskWithModel(ChatModel& model, const Toolbox& tools, const AskRequest&
     return a;
   }
   a.text = final_text;
+  // Whatever the model wrote, the operator reads first that it is not about this node.
+  if (!a.no_node_data.empty()) a.text = a.node_data_statement + "\n\n" + final_text;
   // Cite what the model named and was shown; flag what it named and was never shown.
   std::set<std::string> named = RefsIn(final_text);
   std::set<std::string> have;
@@ -518,6 +553,8 @@ Json AnswerJson(const AskAnswer& a) {
   if (!a.error.empty()) j["error"] = a.error;
   j["primary"] = a.primary ? Json(*a.primary) : Json(nullptr);
   j["diagnosis_id"] = a.diagnosis_id ? Json(*a.diagnosis_id) : Json(nullptr);
+  j["node_data"] = a.no_node_data.empty();
+  j["node_data_statement"] = a.node_data_statement;
   return j;
 }
 

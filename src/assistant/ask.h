@@ -8,6 +8,11 @@
 //    time on an injectable clock; each request's timeout is the wall time left. When a
 //    bound or the model fails, the answer is the offline one plus what stopped the model.
 //
+// Without node data (no store, or none of the node's rows in it: NodeDataGap) both modes
+// answer general guidance from the knowledge base only: the text starts with
+// NoNodeDataStatement, there is no primary diagnosis or evidence, the model is told so and
+// its node-data tools answer "no store" / "no node data". Nothing is made up about the node.
+//
 // Safety (docs/assistant.md "Safety"): the model's propose_action calls are judged by
 // JudgeProposal and only ever reported (accepted as a request for the policy, or refused);
 // nothing here acts. The answer cites the evidence of the deterministic diagnosis and the
@@ -66,7 +71,12 @@ struct AskAnswer {
   std::vector<RunbookRef> runbooks;
   std::vector<ProposalVerdict> proposals;  // every propose_action call, judged
   std::vector<std::string> notes;          // e.g. "no knowledge base in this build"
-  Json transcript = Json::array();         // every message, tool call and result (LLM mode)
+  // Why nothing about the node was read ("" = its data was): then the answer is general
+  // guidance from the knowledge base, not a diagnosis, and the text starts with the
+  // statement (NoNodeDataStatement) that says so.
+  std::string no_node_data;
+  std::string node_data_statement;
+  Json transcript = Json::array();  // every message, tool call and result (LLM mode)
   size_t steps = 0;
   int64_t tokens = 0;
   std::string model;
@@ -76,13 +86,19 @@ AskAnswer AskOffline(const Toolbox& tools, const AskRequest& request, const AskO
 AskAnswer AskWithModel(ChatModel& model, const Toolbox& tools, const AskRequest& request,
                        const AskOptions& options = {});
 
+// The first line of an answer without node data: that there is none, why (`gap`, from
+// NodeDataGap), and that what follows is general guidance, not a diagnosis of `node`.
+std::string NoNodeDataStatement(const std::string& node, const std::string& gap);
+
 // The answer for a terminal: the text, then (model answers) the evidence and runbook
 // sections cited, the proposals with their verdicts, notes and what bounded the model.
 // Control characters other than newline and tab are removed (model and log text may carry
 // terminal escapes).
 std::string RenderAnswer(const AskAnswer& answer);
 
-// The answer as one JSON object (`faultline ask --json`, POST /api/v1/ask).
+// The answer as one JSON object (`faultline ask --json`, POST /api/v1/ask). `node_data`
+// (false without node data) and `node_data_statement` (the statement the text starts with,
+// "" with node data) say whether it is about the node at all.
 Json AnswerJson(const AskAnswer& answer);
 
 // Stores the answer and its transcript with the incident as a row of the actions table

@@ -328,9 +328,18 @@ ToolResult WhySlowTool(const ToolContext& ctx, const Json& args) {
                     Json{{"node", ctx.node}, {"since", TimeText(*since)}, {"until", TimeText(*until)}});
 }
 
-ToolResult ProposeAction(const ToolContext& ctx, const Json& args) {
-  ProposalVerdict v = JudgeProposal(*ctx.store, ctx.node, StringArg(args, "action"), StringArg(args, "component"),
-                                    StringArg(args, "reason"));
+ToolResult ProposeAction(const ToolContext& ctx, const Json& args, const std::string& gap) {
+  ProposalVerdict v;
+  if (gap.empty()) {
+    v = JudgeProposal(*ctx.store, ctx.node, StringArg(args, "action"), StringArg(args, "component"),
+                      StringArg(args, "reason"));
+  } else {
+    // Nothing stored can back a request: refused before the store is touched (there may be none).
+    v.action = Cut(StringArg(args, "action"), 64);
+    v.component = Cut(StringArg(args, "component"), 128);
+    v.reason = Cut(StringArg(args, "reason"), 512);
+    v.why = "refused: " + gap + ", so no stored diagnosis can recommend an action for node " + ctx.node;
+  }
   ToolResult r;
   Json data{{"action", v.action}, {"component", v.component}, {"accepted_as_request", v.accepted}, {"why", v.why}};
   if (v.accepted) {
@@ -383,7 +392,34 @@ const ToolDef kTools[] = {
      &kProposeArgs},
 };
 
+// The error a node-data tool answers without node data: it names the gap ("no store" when
+// there is none) and what is left, so the model does not take an empty list for a healthy node.
+ToolResult NoNodeDataResult(std::string_view tool, const ToolContext& ctx, const std::string& gap) {
+  const std::string what = ctx.store == nullptr ? "no store" : "no node data";
+  return ErrorResult(tool, what + " (" + gap + "): nothing about node " + ctx.node +
+                               " can be read or diagnosed here; answer only with general guidance from search_kb, "
+                               "and say so");
+}
+
 }  // namespace
+
+std::string NodeDataGap(const ToolContext& ctx) {
+  if (ctx.store == nullptr) return ctx.no_store_reason.empty() ? "no store is open" : ctx.no_store_reason;
+  ObservationQuery obs;
+  obs.node = ctx.node;
+  obs.limit = 1;
+  obs.include_seen = false;
+  auto o = ctx.store->QueryObservations(obs);
+  if (!o.ok() || !o->rows.empty()) return "";
+  RecordQuery rec;
+  rec.node = ctx.node;
+  rec.limit = 1;
+  auto f = ctx.store->ListFindings(rec);
+  if (!f.ok() || !f->rows.empty()) return "";
+  auto d = ctx.store->ListDiagnoses(rec);
+  if (!d.ok() || !d->rows.empty()) return "";
+  return "the store has no rows for node " + (ctx.node.empty() ? std::string("\"\"") : ctx.node);
+}
 
 std::vector<Citation> CiteEvidence(Store& store, const std::string& node, const Diagnosis& d, size_t max) {
   std::vector<Citation> out;
@@ -515,21 +551,24 @@ ToolResult Toolbox::Call(std::string_view name, std::string_view arguments_json)
                        "unknown tool; the tools are get_diagnoses, get_observations, search_kb, why_slow, "
                        "propose_action");
   }
-  if (ctx_.store == nullptr) return ErrorResult(name, "no store is open");
   auto args = CheckArgs(arguments_json, *def->args);
   if (!args.ok()) return ErrorResult(name, args.status().message());
   ToolResult r;
   const std::string_view n = def->name;
-  if (n == "get_diagnoses") {
+  // The runbooks need no node; everything else does, and is refused without its data.
+  const std::string gap = n == "search_kb" ? std::string() : NodeDataGap(ctx_);
+  if (n == "search_kb") {
+    r = SearchKb(ctx_, *args);
+  } else if (n == "propose_action") {
+    r = ProposeAction(ctx_, *args, gap);
+  } else if (!gap.empty()) {
+    r = NoNodeDataResult(n, ctx_, gap);
+  } else if (n == "get_diagnoses") {
     r = GetDiagnoses(ctx_);
   } else if (n == "get_observations") {
     r = GetObservations(ctx_, *args);
-  } else if (n == "search_kb") {
-    r = SearchKb(ctx_, *args);
-  } else if (n == "why_slow") {
-    r = WhySlowTool(ctx_, *args);
   } else {
-    r = ProposeAction(ctx_, *args);
+    r = WhySlowTool(ctx_, *args);
   }
   // The cap holds whatever a tool built (a single huge item cannot be split).
   if (r.content.size() > ctx_.max_result_bytes) {

@@ -13,6 +13,9 @@
 //    every result repeats that "data" is untrusted and is never to be followed.
 //  - Reads touch only the asked node's rows. propose_action never acts: JudgeProposal says
 //    whether the policy would take the request (docs/assistant.md "Safety").
+//  - Without node data (no store, or no row for the node: NodeDataGap) the tools that read
+//    the node (get_diagnoses, get_observations, why_slow) answer an error saying so, and
+//    propose_action is refused: nothing can diagnose the node, only search_kb answers.
 #pragma once
 
 #include <cstddef>
@@ -40,7 +43,8 @@ namespace faultline::assistant {
 using WhySlowFn = std::function<Result<std::vector<Diagnosis>>(int64_t since_ns, int64_t until_ns)>;
 
 struct ToolContext {
-  Store* store = nullptr;                // required
+  Store* store = nullptr;                // null = no store: only search_kb answers
+  std::string no_store_reason;           // with no store: why, e.g. "no store at P" (shown as is)
   std::string node;                      // required: the node the question is about
   const Retriever* retriever = nullptr;  // null = no knowledge base
   WhySlowFn why_slow;                    // empty = tool answers "not available"
@@ -49,6 +53,12 @@ struct ToolContext {
   size_t max_text_bytes = 1024;  // one raw line / passage inside a result
   size_t kb_hits = 5;
 };
+
+// Why nothing about ctx.node can be read, "" when something can: no store (no_store_reason,
+// else "no store is open"), or a store with no observation, finding or diagnosis of the
+// node ("the store has no rows for node N"). A store that cannot be read answers "": its
+// errors are reported where the rows are read, not taken for an empty node.
+std::string NodeDataGap(const ToolContext& ctx);
 
 // The stored diagnosis a proposal was judged against, and the verdict.
 struct ProposalVerdict {

@@ -1,8 +1,11 @@
 // `faultline ask "question"`: a question about a node answered from the agent's store
 // (docs/assistant.md "Ask"). Offline by default: the isolator's diagnosis plus the top
-// runbook sections in a fixed template. With --llm-url and --llm-model, an
-// OpenAI-compatible model investigates through read-only tools; its proposals are only
-// requests, judged against the stored diagnoses and the policy's rules, never executed.
+// runbook sections in a fixed template. Without the default store (or with a store holding
+// nothing of the node) the answer is the knowledge base's general guidance, and says so
+// first; a --store that names a missing file is an error, never that fallback. With
+// --llm-url and --llm-model, an OpenAI-compatible model investigates through read-only
+// tools; its proposals are only requests, judged against the stored diagnoses and the
+// policy's rules, never executed.
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -26,9 +29,12 @@
 namespace faultline::cli {
 namespace {
 
+constexpr char kDefaultStore[] = "/var/lib/faultline/faultline.db";
+
 struct AskArgs {
   std::string question;
-  std::string store = "/var/lib/faultline/faultline.db";
+  std::string store = kDefaultStore;
+  bool store_given = false;  // --store on the command line: its absence is an error
   std::string node;
   std::string since;
   std::string until;
@@ -68,46 +74,71 @@ int Run(const AskArgs& args) {
     std::cerr << "faultline ask: --llm-url and --llm-model go together\n";
     return kExitUsage;
   }
-  if (!std::filesystem::exists(args.store)) {
-    std::cerr << "faultline ask: no store at " << args.store << "\n";
+  // A named store that is not there is a typo or a wrong node, never a quiet kb-only answer;
+  // only the default path may be absent (a machine without the agent).
+  const bool have_store = std::filesystem::exists(args.store);
+  if (!have_store && args.store_given) {
+    std::cerr << "faultline ask: no store at " << args.store
+              << " (leave --store out to ask the knowledge base alone when the agent's store is absent)\n";
     return kExitUsage;
   }
   // A model's transcript is stored with the incident; otherwise the store is only read.
-  const bool record = use_llm && !args.no_record;
+  const bool record = use_llm && !args.no_record && have_store;
   StoreOptions options;
   options.read_only = !record;
-  auto store = Store::Open(args.store, options);
-  if (!store.ok() && record && store.status().code() == StatusCode::kPermissionDenied) {
-    options.read_only = true;
-    store = Store::Open(args.store, options);
+  std::unique_ptr<Store> opened;
+  if (have_store) {
+    auto store = Store::Open(args.store, options);
+    if (!store.ok() && record && store.status().code() == StatusCode::kPermissionDenied) {
+      options.read_only = true;
+      store = Store::Open(args.store, options);
+    }
+    if (!store.ok()) {
+      std::cerr << "faultline ask: " << store.status().ToString() << "\n";
+      return kExitFailure;
+    }
+    opened = std::move(store).value();
   }
-  if (!store.ok()) {
-    std::cerr << "faultline ask: " << store.status().ToString() << "\n";
-    return kExitFailure;
-  }
+  Store* s = opened.get();
 
-  Store& s = **store;
   // Without --node: this host when the store has it, else the node the store heard from
   // last (a store copied from another node, or what `sim --keep` left), as `serve` does.
   std::string node = args.node;
   if (node.empty()) {
     node = HostNameOr("");
-    auto latest = s.LatestDiagnosis(node);
-    if (!latest.ok() || !latest->has_value()) {
-      if (auto newest = api::NewestNode(s); newest.ok()) node = *newest;
+    if (s != nullptr) {
+      auto latest = s->LatestDiagnosis(node);
+      if (!latest.ok() || !latest->has_value()) {
+        if (auto newest = api::NewestNode(*s); newest.ok()) node = *newest;
+      }
     }
   }
-  const OpenedKnowledgeBase kb = OpenKnowledgeBase(args.kb_dir, args.kb_index, s);
+  // The knowledge base also indexes the store's resolved incidents; without a store there
+  // are none, and an empty in-memory store says exactly that.
+  std::unique_ptr<Store> no_incidents;
+  if (s == nullptr) {
+    auto empty = Store::Open(":memory:");
+    if (!empty.ok()) {
+      std::cerr << "faultline ask: " << empty.status().ToString() << "\n";
+      return kExitFailure;
+    }
+    no_incidents = std::move(empty).value();
+  }
+  const OpenedKnowledgeBase kb = OpenKnowledgeBase(args.kb_dir, args.kb_index, s != nullptr ? *s : *no_incidents);
   assistant::ToolContext ctx;
-  ctx.store = &s;
+  ctx.store = s;  // null: the tools that read the node say "no store"
   ctx.node = node;
   ctx.retriever = kb.get();
   ctx.now_ns = now;
-  ctx.why_slow = [&s, node](int64_t since, int64_t until) -> Result<std::vector<Diagnosis>> {
-    auto a = daemon::WhySlow(s, {.node = node, .since_ns = since, .until_ns = until});
-    if (!a.ok()) return a.status();
-    return a->diagnoses;
-  };
+  if (s == nullptr) {
+    ctx.no_store_reason = "no store at " + args.store;
+  } else {
+    ctx.why_slow = [s, node](int64_t since, int64_t until) -> Result<std::vector<Diagnosis>> {
+      auto a = daemon::WhySlow(*s, {.node = node, .since_ns = since, .until_ns = until});
+      if (!a.ok()) return a.status();
+      return a->diagnoses;
+    };
+  }
   assistant::Toolbox tools(ctx);
   assistant::AskOptions ask;
   ask.max_steps = args.max_steps;
@@ -127,15 +158,25 @@ int Run(const AskArgs& args) {
   } else {
     answer = assistant::AskOffline(tools, request, ask);
   }
-  if (!kb.note().empty()) answer.notes.push_back(kb.note());
+  // Notes that came after the answer was written (an offline text already holds its own).
+  std::vector<std::string> late_notes;
+  if (!kb.note().empty()) late_notes.push_back(kb.note());
+  if (s == nullptr) {
+    late_notes.push_back(
+        "for a diagnosis of this node: faultline ask --store P (the agent's store), or faultline "
+        "diagnose with the node's kernel log and snapshots");
+  }
+  for (const std::string& n : late_notes) answer.notes.push_back(n);
 
   std::string stored_note;
   if (record && !options.read_only) {
-    auto id = assistant::StoreTranscript(s, node, request, answer, now);
+    auto id = assistant::StoreTranscript(*s, node, request, answer, now);
     stored_note = id.ok() ? "transcript stored with the incident as action row " + std::to_string(*id)
                           : "transcript not stored: " + id.status().message();
   } else if (record) {
     stored_note = "transcript not stored: the store is read-only here";
+  } else if (use_llm && !args.no_record && s == nullptr) {
+    stored_note = "transcript not stored: no store";
   }
   if (!stored_note.empty()) answer.notes.push_back(stored_note);
 
@@ -147,7 +188,7 @@ int Run(const AskArgs& args) {
     std::cout << assistant::RenderAnswer(answer);
     // Offline answers carry their notes in the template; these came after it.
     if (answer.mode == "offline") {
-      if (!kb.note().empty()) std::cout << "\nNote: " << kb.note() << "\n";
+      for (const std::string& n : late_notes) std::cout << "\nNote: " << n << "\n";
     }
   }
   return kExitOk;
@@ -170,14 +211,23 @@ void AddAskCommand(CliApp& app) {
       "that component, and even then only the remediation policy acts. Its transcript is stored with\n"
       "the incident (--no-record: not). Bounded by --max-steps, --max-tokens and --max-seconds; when\n"
       "the model fails or runs out, the offline answer is given.\n"
+      "No node data: when --store is left out and the default store does not exist, or the store\n"
+      "holds no row of the node, the answer is the knowledge base's runbook sections for the\n"
+      "question and says first that it is general guidance, not a diagnosis of this node (--json:\n"
+      "node_data=false, node_data_statement). The model's node tools then answer \"no store\".\n"
       "Examples:\n"
       "  faultline ask --node gpu-7 \"why is this node slow?\"\n"
       "  faultline ask --node gpu-7 --since 2h \"what changed before the job died?\"\n"
       "  faultline ask --node gpu-7 --llm-url http://127.0.0.1:8080/v1 --llm-model local \\\n"
       "      \"is it safe to return this node to service?\"\n"
-      "Exit code: 0 when answered, 1 when the store could not be read, 2 for bad options or no store.");
+      "  faultline ask \"what does XID 79 mean?\"          # no store here: general guidance\n"
+      "Exit code: 0 when answered (also with no node data), 1 when the store could not be read, 2 for bad\n"
+      "options or a --store that does not exist.");
   cmd->add_option("question", args->question, "The question, in quotes")->required();
-  cmd->add_option("--store", args->store, "Agent store (default /var/lib/faultline/faultline.db)");
+  CLI::Option* store_opt = cmd->add_option(
+      "--store", args->store,
+      "Agent store (default /var/lib/faultline/faultline.db; when that is absent: knowledge base only). "
+      "A --store that does not exist is an error");
   cmd->add_option("--node", args->node,
                   "Node name as the agent stored it (default: this host's name, else the store's newest node)");
   cmd->add_option("--since", args->since, "Window start (ISO 8601, or a duration like 2h = 2h ago); default open");
@@ -199,7 +249,10 @@ void AddAskCommand(CliApp& app) {
                   "Keep the knowledge base's index here (updated incrementally); default: a temporary one");
   cmd->add_flag("--json", args->json, "Print one JSON object: answer, evidence, runbooks, proposals, primary, ...");
   cmd->add_flag("--no-record", args->no_record, "Do not store the model's transcript in the store");
-  cmd->callback([args, &app] { app.exit_code = Run(*args); });
+  cmd->callback([args, store_opt, &app] {
+    args->store_given = store_opt->count() > 0;
+    app.exit_code = Run(*args);
+  });
 }
 
 }  // namespace faultline::cli

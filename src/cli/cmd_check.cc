@@ -29,6 +29,7 @@ struct CheckArgs {
   std::string config;      // agent TOML: [policy] limits and slurm_node
   bool apply = false;
   int64_t timeout_s = 10;  // per call; at most 4 calls (sinfo, show, update, show): 40 s < Slurm's 60 s
+  int64_t stale_s = 300;   // no observation for this long: the node is "unknown", not "ok"
 };
 
 std::string ShortHostName() {
@@ -43,6 +44,45 @@ std::string Describe(const Row<Diagnosis>& row) {
          std::to_string(row.id) + ")";
 }
 
+// Drains through scontrol behind the agent's policy (rules, settling, idempotence, breaker).
+// Whatever the agent recorded as a dry run is acted on now: --apply enables cordon/drain.
+Result<std::vector<policy::Outcome>> ApplyDrain(Store& store, policy::PolicyConfig config, const std::string& node,
+                                                const CheckArgs& args, const std::vector<Row<Diagnosis>>& active,
+                                                int64_t diagnosis_id, int64_t now_ns) {
+  ipmi::ProcessRunner runner;
+  actions::SlurmOptions slurm_options;
+  slurm_options.timeout_ms = args.timeout_s * 1000;
+  actions::SlurmActuator slurm(runner, slurm_options);
+  config.enable.insert(actions::ActionClass::kDrain);
+  config.enable.insert(actions::ActionClass::kCordon);
+  policy::Engine engine(config, store, node, {&slurm}, &slurm);
+  engine.LimitTo({actions::ActionClass::kDrain, actions::ActionClass::kCordon});
+  auto started = engine.Start(now_ns);
+  if (!started.ok()) return started.status();
+  auto out = engine.OnDiagnoses(active, now_ns);
+  if (!out.ok()) return out.status();
+  std::erase_if(*out, [&](const policy::Outcome& o) { return o.decision.diagnosis_id != diagnosis_id; });
+  return out;
+}
+
+// Read-only: what the store already says about this diagnosis' drain.
+std::vector<policy::Outcome> RecordedDrain(Store& store, const std::string& node, const Row<Diagnosis>& row) {
+  std::vector<policy::Outcome> outcomes;
+  policy::Ledger ledger;
+  if (Status s = ledger.Load(store, node); !s.ok()) return outcomes;
+  for (const policy::LedgerEntry* e : ledger.ForDiagnosis(row.id)) {
+    if (e->action_class != actions::ActionClass::kDrain && e->action_class != actions::ActionClass::kCordon) continue;
+    policy::Outcome o;
+    o.decision.action_class = *e->action_class;
+    o.decision.diagnosis_id = row.id;
+    o.decision.diagnosis = row.value;
+    o.state = e->state;
+    o.detail = e->record.outcome;
+    outcomes.push_back(o);
+  }
+  return outcomes;
+}
+
 // The drain decision's state in words, for the one line Slurm logs.
 std::string DrainState(const std::vector<policy::Outcome>& outcomes, bool apply) {
   for (const auto& o : outcomes) {
@@ -53,11 +93,56 @@ std::string DrainState(const std::vector<policy::Outcome>& outcomes, bool apply)
         return "drained (" + actions::SlurmDrainReason(o.decision) + ")";
       case policy::State::kDryRun:
         return apply ? "not drained (dry run)" : "not drained (dry run; --apply drains)";
+      case policy::State::kHeldUntilSettled:
+        return "not drained yet: " + o.detail;
       default:
         return std::string(ToString(o.state)) + (o.detail.empty() ? "" : ": " + o.detail);
     }
   }
   return apply ? "drain already handled" : "not drained (--apply drains)";
+}
+
+// The store node this check answers for: --node, else the store's only node, else the
+// Slurm node name (the agent's default node name is the host name too).
+Result<std::string> ResolveNode(Store& store, const CheckArgs& args, const std::string& slurm_node) {
+  if (!args.node.empty()) return args.node;
+  auto names = store.NodeNames();
+  if (!names.ok()) return names.status();
+  if (names->size() == 1) return names->front();
+  return slurm_node;
+}
+
+std::string Age(int64_t ns) { return std::to_string(ns / 1'000'000'000) + " s"; }
+
+// Fail closed: a node the store knows nothing recent about is "unknown", never "ok".
+// nullopt = the data is fresh enough to judge.
+std::optional<std::string> Blind(Store& store, const std::string& node, int64_t stale_ns, int64_t now_ns) {
+  auto heard = store.LastHeardNs(node);
+  if (!heard.ok()) return "cannot read when the agent last heard from " + node + ": " + heard.status().message();
+  if (*heard == 0) {
+    std::string hint;
+    if (auto names = store.NodeNames(); names.ok() && !names->empty()) {
+      hint = " (the store holds:";
+      for (size_t i = 0; i < names->size() && i < 5; ++i) hint += " " + (*names)[i];
+      hint += names->size() > 5 ? " ...; --node names one)" : "; --node names one)";
+    }
+    return "no data for " + node + " in the store" + hint;
+  }
+  if (now_ns - *heard > stale_ns) {
+    return "stale: the agent last heard from any source " + Age(now_ns - *heard) + " ago (limit " + Age(stale_ns) +
+           "; is the agent running and are its sources readable?)";
+  }
+  return std::nullopt;
+}
+
+Result<std::unique_ptr<Store>> OpenForCheck(const CheckArgs& args) {
+  StoreOptions options;
+  options.read_only = !args.apply;  // a plain check never writes
+  // --apply writes decisions: refuse a damaged store first, checking only what the policy
+  // reads and writes so the check stays fast (the whole file takes seconds per GiB).
+  options.check_integrity_on_open = args.apply;
+  options.check_integrity_tables = {"diagnoses", "actions"};
+  return Store::Open(args.store, options);
 }
 
 int Run(const CheckArgs& args) {
@@ -77,19 +162,26 @@ int Run(const CheckArgs& args) {
   const std::string slurm_node = !args.slurm_node.empty()     ? args.slurm_node
                                  : !config.slurm_node.empty() ? config.slurm_node
                                                               : ShortHostName();
-  const std::string node = !args.node.empty() ? args.node : slurm_node;
   config.slurm_node = slurm_node;
   if (!std::filesystem::exists(args.store)) {
-    std::cout << "faultline: error: " << node << ": no store at " << args.store << "\n";
-    return kExitUsage;
+    std::cout << "faultline: unknown: " << slurm_node << ": no store at " << args.store << "\n";
+    return kExitUnknown;
   }
-  StoreOptions options;
-  options.read_only = !args.apply;          // a plain check never writes
-  options.check_integrity_on_open = false;  // fast: a health check runs every few minutes
-  auto store = Store::Open(args.store, options);
+  auto store = OpenForCheck(args);
   if (!store.ok()) {
-    std::cout << "faultline: error: " << node << ": " << store.status().ToString() << "\n";
+    std::cout << "faultline: error: " << slurm_node << ": " << store.status().ToString() << " (nothing written)\n";
     return kExitFailure;
+  }
+  auto resolved = ResolveNode(**store, args, slurm_node);
+  if (!resolved.ok()) {
+    std::cout << "faultline: error: " << slurm_node << ": " << resolved.status().ToString() << "\n";
+    return kExitFailure;
+  }
+  const std::string node = *resolved;
+  const int64_t now = SystemClock().NowNs();
+  if (auto blind = Blind(**store, node, args.stale_s * 1'000'000'000LL, now)) {
+    std::cout << "faultline: unknown: " << node << ": " << *blind << "\n";
+    return kExitUnknown;
   }
   auto active = policy::ActiveDiagnoses(**store, node);
   if (!active.ok()) {
@@ -109,47 +201,16 @@ int Run(const CheckArgs& args) {
               << "\n";
     return kExitOk;
   }
-  ipmi::ProcessRunner runner;
-  actions::SlurmOptions slurm_options;
-  slurm_options.timeout_ms = args.timeout_s * 1000;
-  actions::SlurmActuator slurm(runner, slurm_options);
-  if (args.apply) {
-    config.enable.insert(actions::ActionClass::kDrain);
-    config.enable.insert(actions::ActionClass::kCordon);
-  }
   std::vector<policy::Outcome> outcomes;
   if (args.apply) {
-    policy::Engine engine(config, **store, node, {&slurm}, &slurm);
-    engine.LimitTo({actions::ActionClass::kDrain, actions::ActionClass::kCordon});
-    auto started = engine.Start(SystemClock().NowNs());
-    if (!started.ok()) {
-      std::cout << "faultline: error: " << node << ": " << started.status().ToString() << "\n";
+    auto applied = ApplyDrain(**store, config, node, args, *active, drain_worthy->id, now);
+    if (!applied.ok()) {
+      std::cout << "faultline: error: " << node << ": " << applied.status().ToString() << "\n";
       return kExitFailure;
     }
-    auto out = engine.OnDiagnoses(*active, SystemClock().NowNs());
-    if (!out.ok()) {
-      std::cout << "faultline: error: " << node << ": " << out.status().ToString() << "\n";
-      return kExitFailure;
-    }
-    outcomes = std::move(*out);
-    std::erase_if(outcomes, [&](const policy::Outcome& o) { return o.decision.diagnosis_id != drain_worthy->id; });
+    outcomes = std::move(*applied);
   } else {
-    // Read-only: report what the store already says about this diagnosis' drain.
-    policy::Ledger ledger;
-    if (Status s = ledger.Load(**store, node); s.ok()) {
-      for (const policy::LedgerEntry* e : ledger.ForDiagnosis(drain_worthy->id)) {
-        if (e->action_class != actions::ActionClass::kDrain && e->action_class != actions::ActionClass::kCordon) {
-          continue;
-        }
-        policy::Outcome o;
-        o.decision.action_class = *e->action_class;
-        o.decision.diagnosis_id = drain_worthy->id;
-        o.decision.diagnosis = drain_worthy->value;
-        o.state = e->state;
-        o.detail = e->record.outcome;
-        outcomes.push_back(o);
-      }
-    }
+    outcomes = RecordedDrain(**store, node, *drain_worthy);
   }
   std::cout << "faultline: drain: " << node << ": " << Describe(*drain_worthy) << ": "
             << DrainState(outcomes, args.apply) << "\n";
@@ -164,19 +225,26 @@ void AddCheckCommand(CliApp& app) {
       "check",
       "Health check for a scheduler. With --slurm it is a Slurm HealthCheckProgram: reads the node's active\n"
       "diagnoses from the agent's store and prints one line. Exit 0: the node is fine; 1: a diagnosis warrants\n"
-      "a drain (or the store could not be read); 2: bad options or no store.\n"
-      "Without --apply it never writes anything (the store is opened read-only). With --apply it drains the\n"
-      "node with `scontrol update nodename=N state=drain reason=\"faultline: <class> <component> d<id>\"`,\n"
-      "once (a second run sees the drain and does nothing), never over an operator's own drain, and stores the\n"
-      "decision; `faultline resolve --diagnosis ID --fixed-by ...` resumes it. Safety rules, cool-down and the\n"
-      "fleet breaker (from sinfo) apply as in the agent (docs/remediation.md). In slurm.conf:\n"
+      "a drain (or the store could not be read); 2: bad options; 3: unknown (no store, no data for the node, or\n"
+      "nothing heard from any source for --stale seconds): it never says ok without data, and never drains on it.\n"
+      "Without --apply it never writes anything (the store is opened read-only). With --apply it first checks the\n"
+      "store's diagnoses and actions tables (refusing a damaged store without writing), then drains the node with\n"
+      "`scontrol update nodename=N state=drain reason=\"faultline: <class> <component> <node>/d<id>\"`, once (a\n"
+      "second run sees the drain and does nothing), never over an operator's own drain, and stores the decision;\n"
+      "what the agent recorded as a dry run (its default) is drained now. `faultline resolve --diagnosis ID\n"
+      "--fixed-by ...` resumes it. Safety rules, settling, cool-down and the fleet breaker (from sinfo) apply as in\n"
+      "the agent (docs/remediation.md). In slurm.conf:\n"
       "  HealthCheckProgram=/usr/bin/faultline-slurm-check   (a script: exec faultline check --slurm --apply)\n"
       "  HealthCheckInterval=300\n"
       "Example: faultline check --slurm --store /var/lib/faultline/faultline.db --apply");
   cmd->add_flag("--slurm", args->slurm, "Slurm mode (required)");
   cmd->add_option("--store", args->store, "Agent store (default /var/lib/faultline/faultline.db)");
   cmd->add_option("--slurm-node", args->slurm_node, "Slurm NodeName (default: [policy] slurm_node, else hostname -s)");
-  cmd->add_option("--node", args->node, "Node name as the agent stored it (default: the Slurm node name)");
+  cmd->add_option("--node", args->node,
+                  "Node name as the agent stored it (default: the store's only node, else the Slurm node name)");
+  cmd->add_option("--stale", args->stale_s,
+                  "Seconds without any observation after which the node is unknown (default 300)")
+      ->check(CLI::Range(10, 86400));
   cmd->add_option("--config", args->config, "Agent config: its [policy] limits and slurm_node are used");
   cmd->add_flag("--apply", args->apply, "Drain through scontrol when a diagnosis warrants it (default: report only)");
   cmd->add_option("--timeout", args->timeout_s, "Seconds allowed per scontrol/sinfo call (default 10; at most 4 calls)")

@@ -1,6 +1,7 @@
 // `faultline why-slow --node N`: "why was this node slow?" answered from the agent's
-// store, with the same output as `faultline diagnose` (text, or --json
-// {diagnoses, primary}).
+// store, with the same output as `faultline diagnose` after a line saying whether a
+// slowdown was seen (text, or --json: daemon::WhySlowJson, the API's shape too). No data
+// for the node in the window is exit 3 (unknown), never an answer.
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -62,17 +63,22 @@ int Run(const WhySlowArgs& args) {
     return answer.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
   }
   if (answer->bad_rows > 0) std::cerr << "warning: " << answer->bad_rows << " stored row(s) could not be read\n";
-  const std::vector<Diagnosis>& dx = answer->diagnoses;
+  // No data is not a healthy answer: exit 3 so a script never reads it as "nothing wrong".
+  const int rc = answer->status == daemon::WhySlowStatus::kUnknown ? kExitUnknown : kExitOk;
   if (args.json) {
-    Json j{{"node", args.node}, {"diagnoses", dx}};
-    j["primary"] = dx.empty() ? Json{{"fault_class", "none"}, {"action", "none"}} : Json(dx.front());
-    std::cout << j.dump(2) << "\n";
-    return kExitOk;
+    std::cout << daemon::WhySlowJson(args.node, *answer).dump(2) << "\n";
+    return rc;
+  }
+  if (answer->status == daemon::WhySlowStatus::kUnknown) {
+    std::cout << "faultline why-slow: " << answer->reason << "\n";
+    return rc;
   }
   std::cout << "faultline why-slow: node " << args.node << ", " << answer->findings << " finding(s), "
-            << answer->observations << " observation(s) in the window\n\n";
-  RenderDiagnoses(std::cout, dx);
-  return kExitOk;
+            << answer->observations << " observation(s) in the window "
+            << daemon::WindowText(query.since_ns, query.until_ns) << "\n"
+            << answer->reason << "\n\n";
+  RenderDiagnoses(std::cout, answer->diagnoses);
+  return rc;
 }
 
 }  // namespace
@@ -83,12 +89,19 @@ void AddWhySlowCommand(CliApp& app) {
       "why-slow",
       "Why was this node slow? Runs the isolator over the findings and observations the agent stored\n"
       "for the node in [--since, --until] and prints the root causes, most important first.\n"
-      "Exit code: 0 when answered, 1 when the store could not be read, 2 for bad options or no store.");
+      "A slowdown must be measured (the job's step times or throughput against their own baseline):\n"
+      "without one it says \"no slowdown seen\" and never blames the workload; the workload is blamed\n"
+      "only for a measured slowdown that no hardware, fabric or software cause explains.\n"
+      "Exit code: 0 when answered (slowdown or not), 1 when the store could not be read, 2 for bad\n"
+      "options or no store, 3 when the store holds no data for the node in the window (unknown: a\n"
+      "wrong --node, an empty window; the answer lists the nodes the store holds).");
   cmd->add_option("--node", args->node, "Node name as the agent stored it")->required();
   cmd->add_option("--since", args->since, "Window start (ISO 8601, or a duration like 2h = 2h ago); default open");
   cmd->add_option("--until", args->until, "Window end (ISO 8601 or duration ago); default open");
   cmd->add_option("--store", args->store, "Agent store (default /var/lib/faultline/faultline.db)");
-  cmd->add_flag("--json", args->json, "Print one JSON object: {diagnoses, primary, node}");
+  cmd->add_flag("--json", args->json,
+                "Print one JSON object: {node, status (slowdown|no_slowdown|unknown), reason, diagnoses, primary"
+                "[, store_nodes]}");
   cmd->callback([args, &app] { app.exit_code = Run(*args); });
 }
 

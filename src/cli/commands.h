@@ -11,6 +11,8 @@ namespace faultline::cli {
 constexpr int kExitOk = 0;       // ran; findings (if any) are in the output
 constexpr int kExitFailure = 1;  // ran but could not complete (e.g. a source failed)
 constexpr int kExitUsage = 2;    // bad arguments, missing or unreadable input
+// No data to judge (no rows for the node, stale data, every source failing): never "ok".
+constexpr int kExitUnknown = 3;
 
 struct CliApp {
   CLI::App* root = nullptr;

@@ -169,6 +169,7 @@ void to_json(Json& j, const Diagnosis& v) {
            {"evidence", v.evidence},
            {"ruled_out", v.ruled_out},
            {"explains", v.explains}};
+  if (v.slowdown_ratio > 0) j["slowdown_ratio"] = v.slowdown_ratio;
 }
 
 void from_json(const Json& j, Diagnosis& v) {
@@ -184,6 +185,7 @@ void from_json(const Json& j, Diagnosis& v) {
   Optional(j, "evidence", v.evidence);
   Optional(j, "ruled_out", v.ruled_out);
   Optional(j, "explains", v.explains);
+  Optional(j, "slowdown_ratio", v.slowdown_ratio);
 }
 
 }  // namespace faultline

@@ -253,6 +253,10 @@ struct Diagnosis {
   std::vector<Evidence> evidence;  // the chain, oldest first
   std::vector<RuledOut> ruled_out;
   std::vector<std::string> explains;  // symptoms this root cause explains
+  // The worst slowdown of the job's steps this diagnosis explains (recent / baseline step
+  // time, e.g. 2.0 = twice as slow); 0 when it explains no measured slowdown. The policy
+  // drains for a hardware fault that slows jobs beyond its threshold (policy/plans.h).
+  double slowdown_ratio = 0.0;
   bool operator==(const Diagnosis&) const = default;
 };
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "daemon/fleet_publisher.h"
 #include "daemon/sources.h"
@@ -24,6 +25,14 @@ struct Agent::SourceState {
   std::optional<int64_t> last_success_ns;
   // A polled batch the store refused: retried before the source is polled again.
   std::optional<SourceBatch> unstored;
+  // PerturbSchedule (the simulator's real-time-faithful runs): the extra delay before the
+  // next RunDue poll, the fraction of the interval it is drawn from, the draws' state.
+  int64_t jitter_ns = 0;
+  double jitter_fraction = 0;
+  int64_t jitter_quantum_ns = 0;
+  uint64_t rng = 0;
+  // RunDue's wait after the last poll: the interval (or retry back-off), plus the jitter.
+  int64_t Wait() const { return (failing ? backoff_ns : interval_ns) + jitter_ns; }
 };
 
 std::string HostName() {
@@ -62,7 +71,7 @@ Result<std::unique_ptr<Agent>> Agent::CreateWithStore(const AgentConfig& config,
 }
 
 Result<std::unique_ptr<Agent>> Agent::Finish(std::unique_ptr<Agent> agent) {
-  auto remediation = Remediation::Create(agent->config_.policy, *agent->store_, agent->node_, agent->logger_);
+  auto remediation = Remediation::Create(agent->config_.policy, agent->store_, agent->node_, agent->logger_);
   if (!remediation.ok()) return remediation.status();
   agent->remediation_ = std::move(remediation).value();
   AssistantSection notes = agent->config_.assistant;
@@ -85,7 +94,7 @@ Result<std::unique_ptr<Agent>> Agent::Finish(std::unique_ptr<Agent> agent) {
 
 void Agent::UseActuators(std::vector<actions::Actuator*> actuators, actions::FleetView* fleet) {
   remediation_ =
-      std::make_unique<Remediation>(config_.policy, *store_, node_, std::move(actuators), fleet, logger_);
+      std::make_unique<Remediation>(config_.policy, store_, node_, std::move(actuators), fleet, logger_);
   if (fleet_links_) remediation_->UseFleetVerdicts(fleet_links_.get());
 }
 
@@ -245,9 +254,9 @@ Status Agent::RunDue(bool* evaluated, DueEvaluation when) {
   const int64_t now = clock_.MonotonicNs();
   bool polled = false;
   for (auto& s : sources_) {
-    const int64_t wait = s->failing ? s->backoff_ns : s->interval_ns;
-    if (s->last_poll_mono_ns && now - *s->last_poll_mono_ns < wait) continue;
+    if (s->last_poll_mono_ns && now - *s->last_poll_mono_ns < s->Wait()) continue;
     s->last_poll_mono_ns = now;
+    DrawJitter(*s);
     PollOne(*s);
     polled = true;
   }
@@ -277,10 +286,57 @@ int64_t Agent::NextDueNs() const {
   int64_t next = *last_due_evaluation_ns_ + config_.agent.evaluate_interval_ns;
   for (const auto& s : sources_) {
     if (!s->last_poll_mono_ns) return now;
-    const int64_t wait = s->failing ? s->backoff_ns : s->interval_ns;
-    next = std::min(next, *s->last_poll_mono_ns + wait);
+    next = std::min(next, *s->last_poll_mono_ns + s->Wait());
   }
   return std::max(next, now);
+}
+
+namespace {
+
+// SplitMix64: a tiny, well-mixed generator whose sequence is the same on every platform
+// (std:: distributions are not), so a perturbed schedule is reproducible from its seed.
+uint64_t NextRandom(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+// Uniform in [0, 1).
+double NextUnit(uint64_t& state) { return static_cast<double>(NextRandom(state) >> 11) * 0x1.0p-53; }
+
+uint64_t NameHash(const std::string& name) {
+  uint64_t h = 0xCBF29CE484222325ULL;  // FNV-1a
+  for (const unsigned char c : name) h = (h ^ c) * 0x100000001B3ULL;
+  return h;
+}
+
+}  // namespace
+
+void Agent::PerturbSchedule(uint64_t seed, double jitter_fraction, int64_t quantum_ns) {
+  const int64_t now = clock_.MonotonicNs();
+  for (auto& s : sources_) {
+    // Each source's draws depend on its name only, not on which other sources exist.
+    s->rng = seed ^ NameHash(s->source->name());
+    s->jitter_fraction = std::max(0.0, jitter_fraction);
+    s->jitter_quantum_ns = std::max<int64_t>(0, quantum_ns);
+    // The phase: a slot of the quantum grid inside one interval, each equally likely.
+    const int64_t q = s->jitter_quantum_ns > 0 ? s->jitter_quantum_ns : 1;
+    const int64_t slots = std::max<int64_t>(1, (s->interval_ns + q - 1) / q);
+    const int64_t phase = std::min(static_cast<int64_t>(NextUnit(s->rng) * static_cast<double>(slots)), slots - 1) * q;
+    // As if polled an interval before `now + phase`: the first poll lands at the phase.
+    s->jitter_ns = 0;
+    s->last_poll_mono_ns = now + std::min(phase, s->interval_ns - 1) - s->interval_ns;
+  }
+}
+
+void Agent::DrawJitter(SourceState& s) {
+  if (s.jitter_fraction <= 0) return;
+  const double j = NextUnit(s.rng) * s.jitter_fraction * static_cast<double>(s.interval_ns);
+  // Rounded to the nearest point of the grid (the lockstep's tick): the mean stays the
+  // drawn one's, where rounding up would add half a tick to every poll.
+  const int64_t q = s.jitter_quantum_ns;
+  s.jitter_ns = q > 0 ? static_cast<int64_t>(std::llround(j / static_cast<double>(q))) * q : static_cast<int64_t>(j);
 }
 
 bool Agent::WaitFor(int64_t ns) {
@@ -374,6 +430,11 @@ void Agent::Start() {
   if (running_ || stopped_) return;
   running_ = true;
   logger_.Info("agent for node " + node_ + ": " + std::to_string(sources_.size()) + " sources");
+  // The daemon's actions run on their own worker, so a slow webhook or API server never
+  // holds the next diagnosis; RunOnce / RunDue (tests, the simulator) stay synchronous.
+  if (remediation_) {
+    if (Status s = remediation_->StartWorker(); !s.ok()) logger_.Warn(s.ToString() + "; actions run inline");
+  }
   for (auto& s : sources_) threads_.emplace_back([this, state = s.get()] { SourceLoop(*state); });
   threads_.emplace_back([this] { EvaluateLoop(); });
   if (fleet_) fleet_->Start();
@@ -414,6 +475,12 @@ Status Agent::Stop() {
     }
   }
   Status eval = EvaluateNow();
+  if (remediation_) {
+    remediation_->Stop();  // what the last evaluation queued, never past its deadline for a stalled actuator
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.policy_decisions = remediation_->stats().decisions_stored;
+    stats_.policy_errors = remediation_->stats().errors;
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     warnings_.Flush();  // repeats counted since their last line are not lost at stop

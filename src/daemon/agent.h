@@ -133,6 +133,13 @@ class Agent {
   // something is due already). The simulator's lockstep moves its fake clock straight
   // there, so idle stretches cost nothing and every poll still happens on schedule.
   int64_t NextDueNs() const;
+  // A real-time-faithful schedule for RunDue (the simulator's `bench accuracy --phases`):
+  // each source's first poll lands at a phase drawn from `seed`, uniform over the points
+  // of the `quantum_ns` grid (the lockstep's tick; 0 = any time) in [0, its interval),
+  // and each later poll comes its interval (or back-off) plus a draw in [0,
+  // jitter_fraction x interval), rounded to the grid, after the last. The same seed gives
+  // the same schedule. Before the first RunDue; the threads of Start() keep real time.
+  void PerturbSchedule(uint64_t seed, double jitter_fraction, int64_t quantum_ns = 0);
   void Start();
   // Asks every thread to finish (async-signal-unsafe: call from a normal thread).
   void RequestStop();
@@ -203,6 +210,8 @@ class Agent {
   // Asks the evaluator thread for an evaluation now (coalesced with a pending one).
   void RequestEvaluation();
   int64_t IntervalFor(const AgentSource& s) const;
+  // PerturbSchedule's jitter before the next RunDue poll of `s` (none when not perturbed).
+  static void DrawJitter(SourceState& s);
 
   AgentConfig config_;
   std::string node_;
@@ -210,7 +219,7 @@ class Agent {
   Logger& logger_;
   WarningLog warnings_{logger_};  // source warnings: each kind once per hour, repeats counted (mu_)
   std::unique_ptr<Topology> topology_;
-  std::unique_ptr<Store> store_;
+  std::shared_ptr<Store> store_;  // shared with the remediation worker (daemon/remediation.h)
   std::unique_ptr<Pipeline> pipeline_;
   std::unique_ptr<FleetLinks> fleet_links_;  // [fleet]: the fleet's verdicts (outlives its users below)
   std::unique_ptr<Remediation> remediation_;  // used by the evaluating thread only

@@ -259,9 +259,11 @@ Status ReadPolicy(SectionReader& r, policy::PolicyConfig& s) {
   r.ReadActionClasses("enable", s.enable);
   r.ReadDuration("cooldown", s.cooldown_ns);
   r.ReadDuration("fleet_hold", s.fleet_hold_ns, /*allow_zero=*/true);
+  r.ReadDuration("settle", s.settle_ns, /*allow_zero=*/true);
   r.ReadCount("breaker_max_nodes", s.breaker_max_nodes);
   r.ReadNumber("breaker_max_percent", 0.0, 100.0, s.breaker_max_percent);
   r.ReadDuration("breaker_window", s.breaker_window_ns);
+  r.ReadDuration("breaker_settle", s.breaker_settle_ns, /*allow_zero=*/true);
   r.ReadDuration("retry_initial", s.retry_initial_ns);
   r.ReadDuration("retry_max", s.retry_max_ns);
   r.Read("platform", s.platform);
@@ -527,10 +529,12 @@ enable = []                                # classes carried out; the rest are s
                                            # cordon drain reset_gpu reboot_node rma_bundle facility_ticket webhook notify_user
 cooldown = "1h"                            # per node and class, after an action done
 fleet_hold = "60s"                         # [fleet] on: paperwork for a fault other nodes may share
+settle = "20s"                             # a drain/reset/RMA/owner notice waits until its diagnosis is this stable
                                            # waits this long for the fleet's verdict ("0s" = never)
 breaker_max_nodes = 3                      # fleet-wide: at most min(3, max(1, 2% of the fleet)) nodes
 breaker_max_percent = 2.0                  # taken out by faultline per breaker_window
 breaker_window = "1h"
+breaker_settle = "2s"                      # after a drain: wait past its second, re-read, undo if over the limit
 retry_initial = "30s"                      # a failed action is retried, doubling up to retry_max
 retry_max = "15m"
 platform = "slurm"                         # cordon/drain and the breaker's fleet view: slurm, kubernetes, none

@@ -29,7 +29,12 @@ Status ValidatePolicyConfig(const PolicyConfig& c) {
   }
   if (c.cooldown_ns < 0) return Bad("cooldown", "must not be negative");
   if (c.fleet_hold_ns < 0) return Bad("fleet_hold", "must not be negative");
+  if (c.settle_ns < 0) return Bad("settle", "must not be negative");
   if (c.breaker_window_ns <= 0) return Bad("breaker_window", "must be a positive duration");
+  // The wait holds up the agent's evaluation and a Slurm HealthCheckProgram (60 s in all).
+  if (c.breaker_settle_ns < 0 || c.breaker_settle_ns > kMaxBreakerSettleNs) {
+    return Bad("breaker_settle", "must be from 0 to 30s");
+  }
   if (c.retry_initial_ns <= 0) return Bad("retry_initial", "must be a positive duration");
   if (c.retry_max_ns < c.retry_initial_ns) return Bad("retry_max", "must be >= retry_initial");
   const bool wants_webhook = c.Enabled(actions::ActionClass::kWebhook) || c.Enabled(actions::ActionClass::kNotifyUser);

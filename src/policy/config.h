@@ -22,6 +22,10 @@ struct PolicyConfig {
   int64_t breaker_max_nodes = 3;
   double breaker_max_percent = 2.0;
   int64_t breaker_window_ns = int64_t{3600} * 1'000'000'000;
+  // After a drain, the breaker confirms it: it waits until the platform's clock has passed the
+  // drain's second plus this margin (clock skew between nodes and the platform), reads the
+  // fleet again and undoes the drain when it ranks over the limit. 0..30 s.
+  int64_t breaker_settle_ns = int64_t{2} * 1'000'000'000;
   // A failed action is retried after retry_initial, doubling up to retry_max.
   int64_t retry_initial_ns = int64_t{30} * 1'000'000'000;
   int64_t retry_max_ns = int64_t{900} * 1'000'000'000;
@@ -57,8 +61,17 @@ struct PolicyConfig {
   // (fleet_verdicts.h). 0 = never waits.
   int64_t fleet_hold_ns = int64_t{60} * 1'000'000'000;
 
+  // A decision that disrupts or blames (drain, cordon, GPU reset, reboot, RMA bundle, telling
+  // the job's owner) waits until its diagnosis has been the node's primary this long, so a
+  // primary that lives a few seconds while evidence arrives takes no decision; evidence
+  // that needs no wait (NeedsNoSettling in rules.h) acts at once. 0 = never waits.
+  int64_t settle_ns = int64_t{20} * 1'000'000'000;
+
   bool Enabled(actions::ActionClass c) const { return enable.count(c) > 0; }
 };
+
+// The longest breaker_settle accepted.
+inline constexpr int64_t kMaxBreakerSettleNs = int64_t{30} * 1'000'000'000;
 
 // The platform names `platform` accepts.
 inline constexpr const char* kPlatforms[] = {"slurm", "kubernetes", "none"};

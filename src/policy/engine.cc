@@ -1,8 +1,11 @@
 #include "policy/engine.h"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "actions/slurm.h"
+#include "core/clock.h"
 #include "core/time.h"
 #include "policy/identity.h"
 #include "store/store.h"
@@ -22,6 +25,55 @@ std::string Join(const std::vector<std::string>& v) {
 }
 
 std::string Seconds(int64_t ns) { return std::to_string(ns / 1'000'000'000) + "s"; }
+
+// Slurm stamps a drain's reason time, and Kubernetes our cordoned-at annotation, to the second.
+constexpr int64_t kStampResolutionNs = 1'000'000'000;
+
+// The breaker's order over the fleet's drains: unknown time first (the conservative side),
+// then drain time, then node name. Every node reads the same times and names from the same
+// platform, so every node puts any two drains in the same order.
+bool DrainsBefore(const actions::FleetDrain& a, const actions::FleetDrain& b) {
+  if ((a.since_ns == 0) != (b.since_ns == 0)) return a.since_ns == 0;
+  if (a.since_ns != b.since_ns) return a.since_ns < b.since_ns;
+  return a.node < b.node;
+}
+
+const actions::FleetDrain* FindDrain(const actions::FleetState& fleet, const std::string& node) {
+  for (const actions::FleetDrain& drain : fleet.faultline_drains) {
+    if (drain.node == node) return &drain;
+  }
+  return nullptr;
+}
+
+struct BreakerRank {
+  int64_t ahead = 0;    // drains within the window ordered before ours
+  int64_t counted = 1;  // drains within the window, ours included
+};
+
+BreakerRank RankOf(const actions::FleetState& fleet, const actions::FleetDrain& own, int64_t cutoff_ns) {
+  BreakerRank r;
+  for (const actions::FleetDrain& other : fleet.faultline_drains) {
+    if (other.node == own.node) continue;
+    if (other.since_ns != 0 && other.since_ns < cutoff_ns) continue;
+    ++r.counted;
+    // Our own time unknown: nothing says which came first, so every other drain counts.
+    if (own.since_ns == 0 || DrainsBefore(other, own)) ++r.ahead;
+  }
+  return r;
+}
+
+// How long to wait before reading the fleet again: until the platform's clock has passed the
+// second our drain was stamped in (a drain stamped later in that same second could still sort
+// before ours by name; once the second is over, every later drain sorts after ours) plus the
+// settle margin, for clock skew between this node and the platform. Never longer than that
+// from now: our drain was stamped before Apply returned, so after that long the platform's
+// clock has passed the mark whatever the skew. Unknown time: the margin alone, so drains
+// already in flight land before the fleet is read again.
+int64_t SettleWaitNs(int64_t drain_ns, int64_t settle_ns, int64_t wall_ns) {
+  if (drain_ns == 0) return settle_ns;
+  const int64_t most = kStampResolutionNs + settle_ns;
+  return std::clamp(drain_ns + most - wall_ns, int64_t{0}, most);
+}
 
 }  // namespace
 
@@ -125,9 +177,10 @@ std::optional<std::string> Engine::BreakerHold(int64_t now_ns) {
     return fleet_error_;
   }
   int64_t recent = 0;
+  const std::string me = FleetName();
   for (const actions::FleetDrain& drain : fleet->faultline_drains) {
     // This node already out: acting on it again takes no more capacity.
-    if (drain.node == target_node_) return std::nullopt;
+    if (drain.node == me) return std::nullopt;
     // Unknown time counts: the breaker errs on the side of acting less.
     if (drain.since_ns == 0 || drain.since_ns >= now_ns - config_.breaker_window_ns) ++recent;
   }
@@ -136,6 +189,94 @@ std::optional<std::string> Engine::BreakerHold(int64_t now_ns) {
   return "breaker: " + std::to_string(recent) + " node(s) taken out by faultline in the last " +
          Seconds(config_.breaker_window_ns) + " (limit " + std::to_string(limit) + " of " +
          std::to_string(fleet->known_nodes) + " known nodes)";
+}
+
+std::string Engine::FleetName() const {
+  // As policy::BuildActuators names the node to the Kubernetes platform.
+  if (config_.platform == "kubernetes" && !config_.kubernetes_node.empty()) return config_.kubernetes_node;
+  return target_node_;
+}
+
+int64_t Engine::WallNs() const { return clock_ != nullptr ? clock_->NowNs() : SystemClock().NowNs(); }
+
+void Engine::SleepNs(int64_t ns) {
+  if (ns <= 0) return;
+  if (sleep_) return sleep_(ns);
+  std::this_thread::sleep_for(std::chrono::nanoseconds(ns));
+}
+
+// The second look (docs/remediation.md "Breaker"). The first look (BreakerHold) cannot see
+// the nodes deciding at the same instant: each reads the fleet under the limit and drains.
+// So after our drain took effect: wait until no drain that sorts before ours can still
+// appear, read the fleet again, order every faultline drain in the window (DrainsBefore) and
+// keep ours only when fewer than `limit` come before it. Why at most `limit` stay: take the
+// last of the drains that stayed, in that order; every one before it was applied before its
+// own settle wait ended, so it saw all of them and stepped back if they were `limit` or more.
+// Errs toward acting less: a drain being undone that another node still counts only makes
+// that node hold too.
+std::optional<Outcome> Engine::ConfirmBreaker(const Decision& d, actions::Actuator& actuator, int attempt,
+                                              int64_t next_retry_ns, int64_t now_ns, Status& error) {
+  auto* reverter = dynamic_cast<actions::Reverter*>(&actuator);
+  // Nothing could undo a drain over the limit (a platform double): the first look is all.
+  if (reverter == nullptr || fleet_ == nullptr) return std::nullopt;
+  const std::string me = FleetName();
+  auto fleet = fleet_->Read();
+  if (fleet.ok()) {
+    if (const actions::FleetDrain* own = FindDrain(*fleet, me)) {
+      if (const int64_t wait = SettleWaitNs(own->since_ns, config_.breaker_settle_ns, WallNs()); wait > 0) {
+        SleepNs(wait);
+        fleet = fleet_->Read();
+      }
+    }
+  }
+  // A drain that cannot be confirmed is undone: a fleet too busy to answer sinfo is exactly the
+  // storm the breaker is for, and a node put back a little late costs less than a mass drain.
+  if (!fleet.ok()) {
+    return UndoOwnDrain(d, *reverter, State::kFailed,
+                        "cannot read the fleet to confirm the breaker after the drain: " + fleet.status().message(),
+                        attempt, next_retry_ns, now_ns, error);
+  }
+  const actions::FleetDrain* own = FindDrain(*fleet, me);
+  if (own == nullptr) {
+    // Someone else's drain (Apply left it alone) or already resumed: nothing of ours to count.
+    auto seen = actuator.Observe(d);
+    if (seen.ok() && *seen != actions::Observed::kInEffect) return std::nullopt;
+    return UndoOwnDrain(d, *reverter, State::kFailed,
+                        seen.ok() ? "the fleet view does not list this node's drain as " + me +
+                                        " (check slurm_node / kubernetes_node): cannot confirm the breaker"
+                                  : "cannot confirm the breaker: " + seen.status().message(),
+                        attempt, next_retry_ns, now_ns, error);
+  }
+  const BreakerRank rank = RankOf(*fleet, *own, now_ns - config_.breaker_window_ns);
+  const int64_t limit = BreakerLimit(config_, fleet->known_nodes);
+  if (rank.ahead < limit) return std::nullopt;
+  return UndoOwnDrain(d, *reverter, State::kHeldByBreaker,
+                      "breaker: this node's drain ranks " + std::to_string(rank.ahead + 1) + " of " +
+                          std::to_string(rank.counted) + " taken out by faultline in the last " +
+                          Seconds(config_.breaker_window_ns) + " (by drain time, then node name; limit " +
+                          std::to_string(limit) + " of " + std::to_string(fleet->known_nodes) + " known nodes)",
+                      attempt, next_retry_ns, now_ns, error);
+}
+
+Outcome Engine::UndoOwnDrain(const Decision& d, actions::Reverter& reverter, State if_undone, std::string why,
+                             int attempt, int64_t next_retry_ns, int64_t now_ns, Status& error) {
+  // Revert touches only the drain made for this decision (Slurm: our reason naming its
+  // diagnosis; Kubernetes: our mark with its key), never anyone else's.
+  Status undone = reverter.Revert(d);
+  if (undone.ok()) {
+    if (if_undone == State::kFailed) {
+      return Record(d, State::kFailed, false, why + "; drain undone", nullptr, now_ns, error, attempt, next_retry_ns);
+    }
+    return Record(d, if_undone, false, why + "; drain undone", nullptr, now_ns, error);
+  }
+  // The drain there is not this decision's (another diagnosis' drain on this node): it adds
+  // no capacity loss and is not ours to undo.
+  if (undone.code() == StatusCode::kPermissionDenied) {
+    return Record(d, State::kDone, false, "already in effect", nullptr, now_ns, error);
+  }
+  // Still drained over the limit or unconfirmed: the retry confirms again (Carry).
+  return Record(d, State::kFailed, false, why + "; undoing the drain failed: " + undone.message(), nullptr, now_ns,
+                error, attempt, next_retry_ns);
 }
 
 std::optional<Outcome> Engine::FleetStandDown(const Decision& d, const LedgerEntry* previous, bool may_wait,
@@ -176,6 +317,9 @@ Outcome Engine::Carry(Decision d, const LedgerEntry* previous, int64_t now_ns, S
   // part is news, and holding it would leave on-call with the first, wrong story; a
   // refinement of one part's story, or one fault renamed, is not.
   const bool disruptive = actions::IsDisruptive(d.action_class);
+  // A failed try may have left a drain the breaker never confirmed (an undo that failed, a
+  // timeout after the drain went through): finding it in effect, confirm it.
+  const bool confirm_in_effect = disruptive && previous != nullptr && previous->state == State::kFailed;
   if (const int64_t last = ledger_.LastDone(d.action_class, disruptive ? "" : FaultKey(d.diagnosis));
       last != 0 && now_ns - last < config_.cooldown_ns) {
     return Record(d, State::kHeldByCooldown, false,
@@ -203,6 +347,9 @@ Outcome Engine::Carry(Decision d, const LedgerEntry* previous, int64_t now_ns, S
   if (after_decided) after_decided(d);
   auto observed = actuator->Observe(d);
   if (observed.ok() && *observed == actions::Observed::kInEffect) {
+    if (confirm_in_effect) {
+      if (auto undone = ConfirmBreaker(d, *actuator, attempt, now_ns + backoff, now_ns, error)) return *undone;
+    }
     return Record(d, State::kDone, false, "already in effect", nullptr, now_ns, error);
   }
   if (observed.ok() && *observed == actions::Observed::kOtherOwner) {
@@ -210,8 +357,53 @@ Outcome Engine::Carry(Decision d, const LedgerEntry* previous, int64_t now_ns, S
                   now_ns, error);
   }
   Status applied = observed.ok() ? actuator->Apply(d) : observed.status();
+  if (applied.ok() && disruptive) {
+    if (auto undone = ConfirmBreaker(d, *actuator, attempt, now_ns + backoff, now_ns, error)) return *undone;
+  }
   if (applied.ok()) return Record(d, State::kDone, false, "", nullptr, now_ns, error);
   return Record(d, State::kFailed, false, applied.message(), nullptr, now_ns, error, attempt, now_ns + backoff);
+}
+
+// How long `row` has been the node's primary diagnosis, from the store (the agent stores
+// a diagnosis when it changes, so the latest row has been the primary since it was
+// stored); nullopt when another diagnosis has replaced it.
+Result<std::optional<int64_t>> Engine::PrimarySince(const Row<Diagnosis>& row) {
+  auto latest = store_.LatestDiagnosis(node_);
+  if (!latest.ok()) return latest.status();
+  if (!latest->has_value() || (*latest)->id != row.id) {
+    // Stored again under a new row id with the same incident: still the same primary.
+    if (latest->has_value() && IncidentKey((*latest)->value) == IncidentKey(row.value)) {
+      return std::optional<int64_t>((*latest)->created_ns);
+    }
+    return std::optional<int64_t>();
+  }
+  return std::optional<int64_t>((*latest)->created_ns);
+}
+
+// Disrupting or blaming waits until the diagnosis has settled (config.settle_ns); a
+// decision whose diagnosis was replaced before it settled is withdrawn. nullopt = go on.
+std::optional<Outcome> Engine::Settle(const Row<Diagnosis>& row, const Decision& d, const LedgerEntry* previous,
+                                      int64_t now_ns, Status& error) {
+  if (config_.settle_ns <= 0 || !NeedsSettling(d.action_class) || NeedsNoSettling(row.value)) return std::nullopt;
+  auto since = PrimarySince(row);
+  if (!since.ok()) {
+    if (error.ok()) error = since.status();
+    return Outcome{d, State::kHeldUntilSettled, since.status().message(), false, false};
+  }
+  if (!since->has_value()) {
+    const bool was_held = previous != nullptr && previous->state == State::kHeldUntilSettled;
+    if (!was_held) return Outcome{d, State::kWithdrawn, "superseded before it settled", false, false};
+    return Record(d, State::kWithdrawn, false, "another diagnosis replaced this one before it settled", previous,
+                  now_ns, error);
+  }
+  const int64_t settled_at = **since + config_.settle_ns;
+  if (**since != 0 && now_ns < settled_at) {
+    return Record(d, State::kHeldUntilSettled, false,
+                  "waiting until this diagnosis has been the primary for " + Seconds(config_.settle_ns) +
+                      " (settled at " + FormatIso8601(settled_at) + ")",
+                  previous, now_ns, error);
+  }
+  return std::nullopt;
 }
 
 std::optional<Outcome> Engine::Consider(const Row<Diagnosis>& row, const Proposal& p, int64_t now_ns, Status& error) {
@@ -220,9 +412,12 @@ std::optional<Outcome> Engine::Consider(const Row<Diagnosis>& row, const Proposa
   if (ledger_.Resolved(IncidentKey(row.value), row.id)) return std::nullopt;
   const LedgerEntry* previous = ledger_.Latest(d.key);
   if (previous != nullptr) {
+    // A dry run is final only while its class stays off: once enabled (the agent's config,
+    // or `check --slurm --apply`), the incident it described is acted on.
+    const bool enabled_since = previous->state == State::kDryRun && config_.Enabled(p.action_class);
     // Report what is already known, act on nothing final.
-    if (IsFinal(previous->state) || previous->state == State::kDecided ||
-        (previous->state == State::kFailed && now_ns < previous->next_retry_ns)) {
+    if (!enabled_since && (IsFinal(previous->state) || previous->state == State::kDecided ||
+                           (previous->state == State::kFailed && now_ns < previous->next_retry_ns))) {
       Outcome known{d, previous->state, previous->record.outcome, previous->record.dry_run, false};
       return known;
     }
@@ -231,6 +426,10 @@ std::optional<Outcome> Engine::Consider(const Row<Diagnosis>& row, const Proposa
   if (previous == nullptr &&
       ledger_.OpenIncident(p.action_class, FaultKey(row.value), !config_.Enabled(p.action_class))) {
     return std::nullopt;  // the same fault on the same part, already handled under another key
+  }
+  if (auto held = Settle(row, d, previous, now_ns, error)) {
+    if (!held->changed && held->state == State::kWithdrawn) return std::nullopt;  // never decided anything
+    return held;
   }
   if (!config_.Enabled(p.action_class)) {
     // A dry run says what the node would file; a fleet link already known says it would not.
@@ -324,8 +523,8 @@ Result<std::vector<Outcome>> Engine::OnDiagnoses(const std::vector<Row<Diagnosis
   std::vector<LedgerEntry> due;
   for (const LedgerEntry* e : ledger_.Pending()) {
     const bool retry = e->state == State::kFailed && now_ns >= e->next_retry_ns;
-    const bool held =
-        e->state == State::kHeldByBreaker || e->state == State::kHeldByCooldown || e->state == State::kHeldForFleet;
+    const bool held = e->state == State::kHeldByBreaker || e->state == State::kHeldByCooldown ||
+                      e->state == State::kHeldForFleet || e->state == State::kHeldUntilSettled;
     if ((retry || held) && !seen.count(e->key)) due.push_back(*e);
   }
   for (const LedgerEntry& e : due) {
@@ -335,8 +534,15 @@ Result<std::vector<Outcome>> Engine::OnDiagnoses(const std::vector<Row<Diagnosis
     auto row = LoadDiagnosis(*e.record.diagnosis_id);
     if (!row.ok()) return row.status();
     if (!row->has_value()) continue;
-    Decision d =
-        MakeDecision(**row, *e.action_class, e.record.attrs.count("rule") ? e.record.attrs.at("rule") : "", now_ns);
+    const std::string rule = e.record.attrs.count("rule") ? e.record.attrs.at("rule") : "";
+    if (e.state == State::kHeldUntilSettled) {
+      // Not yet decided: the whole consideration again (settled, dry run or carried out).
+      if (auto o = Consider(**row, Proposal{*e.action_class, rule, false, {}}, now_ns, error)) {
+        out.push_back(std::move(*o));
+      }
+      continue;
+    }
+    Decision d = MakeDecision(**row, *e.action_class, rule, now_ns);
     d.key = e.key;
     out.push_back(Carry(std::move(d), ledger_.Latest(e.key), now_ns, error));
   }

@@ -12,7 +12,10 @@
 // breaker tripped -> "held_by_breaker" with the reason (fleet unreadable -> "failed", retried;
 // no fleet view at all -> held: the breaker fails closed); else
 // "decided" is stored, the platform is observed (someone else's drain is left alone), the
-// actuator applies, and "done" or "failed" (error, attempt, next retry) is stored. Held and
+// actuator applies, and "done" or "failed" (error, attempt, next retry) is stored; a
+// disruptive action, once in effect, is confirmed against the fleet a second time (ordered by
+// drain time, then node name, so nodes acting at the same instant keep at most the limit) and
+// undone -> "held_by_breaker" when over it, or -> "failed" when it cannot be confirmed. Held and
 // failed decisions are looked at again at every call; a new row is written only when the
 // state changes.
 //
@@ -39,6 +42,7 @@
 #include "store/records.h"
 
 namespace faultline {
+class Clock;
 class Store;
 }
 
@@ -82,8 +86,20 @@ class Engine {
   // Test hook: runs after "decided" is committed and before the actuator (crash tests).
   std::function<void(const actions::Decision&)> after_decided;
 
+  // The breaker's confirmation after a drain waits for the platform's clock to pass the
+  // drain's second (docs/remediation.md "Breaker"): `clock` tells the time (null = the system
+  // clock, borrowed), `sleep` waits that many ns (null = a real sleep). Tests pass a FakeClock
+  // and a sleep that advances it, so nothing sleeps.
+  void UseClock(const Clock* clock, std::function<void(int64_t ns)> sleep) {
+    clock_ = clock;
+    sleep_ = std::move(sleep);
+  }
+
  private:
   std::optional<Outcome> Consider(const Row<Diagnosis>& row, const Proposal& p, int64_t now_ns, Status& error);
+  Result<std::optional<int64_t>> PrimarySince(const Row<Diagnosis>& row);
+  std::optional<Outcome> Settle(const Row<Diagnosis>& row, const actions::Decision& d, const LedgerEntry* previous,
+                                int64_t now_ns, Status& error);
   Outcome Carry(actions::Decision d, const LedgerEntry* previous, int64_t now_ns, Status& error);
   std::optional<std::string> BreakerHold(int64_t now_ns);
   // Superseded or held for the fleet's verdict (fleet_verdicts.h); nullopt = go on.
@@ -108,6 +124,21 @@ class Engine {
   Ledger ledger_;
   bool loaded_ = false;
   std::string fleet_error_;  // set by BreakerHold when the fleet could not be read
+
+  // The breaker's second look, after a disruptive action took effect: nullopt = the drain
+  // stays (within the limit, or nothing of ours to confirm); else the stored outcome (undone
+  // and held, or failed and retried). See engine.cc.
+  std::optional<Outcome> ConfirmBreaker(const actions::Decision& d, actions::Actuator& actuator, int attempt,
+                                        int64_t next_retry_ns, int64_t now_ns, Status& error);
+  // Undoes this decision's own drain after a failed confirmation and stores `why`.
+  Outcome UndoOwnDrain(const actions::Decision& d, actions::Reverter& reverter, State if_undone, std::string why,
+                       int attempt, int64_t next_retry_ns, int64_t now_ns, Status& error);
+  // This node's name in the fleet view (kubernetes_node on Kubernetes, else the target node).
+  std::string FleetName() const;
+  int64_t WallNs() const;
+  void SleepNs(int64_t ns);
+  const Clock* clock_ = nullptr;
+  std::function<void(int64_t)> sleep_;
 };
 
 // Human-readable platform reason for a decision (Slurm drain reason for cordon/drain).

@@ -8,7 +8,7 @@
 namespace faultline::policy {
 namespace {
 
-constexpr std::array<std::pair<State, std::string_view>, 11> kStates = {{
+constexpr std::array<std::pair<State, std::string_view>, 13> kStates = {{
     {State::kDecided, "decided"},
     {State::kDone, "done"},
     {State::kFailed, "failed"},
@@ -20,6 +20,8 @@ constexpr std::array<std::pair<State, std::string_view>, 11> kStates = {{
     {State::kResolved, "resolved"},
     {State::kHeldForFleet, "held_for_fleet"},
     {State::kSuperseded, "superseded_by_fleet"},
+    {State::kHeldUntilSettled, "held_until_settled"},
+    {State::kWithdrawn, "withdrawn"},
 }};
 
 std::string Attr(const ActionRecord& r, const char* name) {
@@ -54,7 +56,7 @@ std::optional<State> ParseState(std::string_view s) {
 
 bool IsFinal(State s) {
   return s == State::kDone || s == State::kDryRun || s == State::kRefused || s == State::kResolved ||
-         s == State::kSuperseded;
+         s == State::kSuperseded || s == State::kWithdrawn;
 }
 
 void Ledger::Remember(int64_t row_id, const ActionRecord& r) {
@@ -133,7 +135,7 @@ int64_t Ledger::LastDone(actions::ActionClass c, std::string_view related_to) co
 bool Ledger::OpenIncident(actions::ActionClass c, const std::string& fault, bool include_dry_run) const {
   for (const auto& [key, e] : latest_) {
     if (e.action_class != c || e.fault != fault) continue;
-    if (e.state == State::kRefused || e.state == State::kResolved) continue;
+    if (e.state == State::kRefused || e.state == State::kResolved || e.state == State::kWithdrawn) continue;
     if (e.state == State::kDryRun && !include_dry_run) continue;
     if (Resolved(e.incident, e.record.diagnosis_id.value_or(0))) continue;
     return true;
@@ -145,7 +147,7 @@ std::vector<const LedgerEntry*> Ledger::Pending() const {
   std::vector<const LedgerEntry*> out;
   for (const auto& [key, e] : latest_) {
     if (e.state == State::kDecided || e.state == State::kFailed || e.state == State::kHeldByBreaker ||
-        e.state == State::kHeldByCooldown || e.state == State::kHeldForFleet) {
+        e.state == State::kHeldByCooldown || e.state == State::kHeldForFleet || e.state == State::kHeldUntilSettled) {
       out.push_back(&e);
     }
   }

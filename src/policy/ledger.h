@@ -39,6 +39,8 @@ enum class State {
   kResolved,        // an operator closed the incident (faultline resolve)
   kHeldForFleet,    // paperwork waiting for the fleet analyzer's verdict (fleet_verdicts.h)
   kSuperseded,      // a shared fleet cause links the diagnosis: the fleet's action replaces it
+  kHeldUntilSettled,  // disrupts or blames: waits until its diagnosis has been the primary for settle_ns
+  kWithdrawn,         // its diagnosis was superseded before it settled: never carried out
 };
 std::string_view ToString(State s);
 std::optional<State> ParseState(std::string_view s);

@@ -1,5 +1,9 @@
 #include "policy/rules.h"
 
+#include <algorithm>
+
+#include "policy/plans.h"
+
 namespace faultline::policy {
 namespace {
 
@@ -10,66 +14,31 @@ void Refuse(std::vector<Proposal>& out, ActionClass c, const char* rule, std::st
   out.push_back({c, rule, true, std::move(why)});
 }
 
-// The classes the isolator's recommended action implies for a hardware fault.
-std::vector<ActionClass> ImpliedClasses(Action a) {
-  switch (a) {
-    case Action::kRma:
-      return {ActionClass::kDrain, ActionClass::kRmaBundle};
-    case Action::kDrain:
-      return {ActionClass::kDrain};
-    case Action::kCordon:
-      return {ActionClass::kCordon};
-    case Action::kRebootNode:
-      return {ActionClass::kDrain, ActionClass::kRebootNode};
-    case Action::kResetGpu:
-      return {ActionClass::kDrain, ActionClass::kResetGpu};
-    case Action::kFacilityTicket:
-      return {ActionClass::kFacilityTicket};
-    case Action::kNotifyUser:
-      return {ActionClass::kNotifyUser};
-    default:
-      return {};
+bool Planned(const std::vector<Proposal>& out, ActionClass c) {
+  for (const Proposal& p : out) {
+    if (p.action_class == c) return true;
   }
+  return false;
 }
 
-void PlanUserProgram(const Diagnosis& d, std::vector<Proposal>& out) {
-  Add(out, ActionClass::kNotifyUser, "user_program_notify");
+// What the isolator recommended but the class's plan does not allow: stored as refused,
+// so the ledger says why the recommendation was not followed.
+void RefuseTheRest(const Diagnosis& d, const PlanRow& row, std::vector<Proposal>& out) {
+  const std::string cls(ToString(d.fault_class));
   for (ActionClass c : ImpliedClasses(d.action)) {
-    if (c == ActionClass::kNotifyUser) continue;
-    Refuse(out, c, "user_program_never_disruptive",
-           "a user-program fault (" + std::string(ToString(d.fault_class)) + ") is never answered with " +
-               std::string(ToString(c)));
-  }
-}
-
-void PlanPhysical(const Diagnosis& d, std::vector<Proposal>& out) {
-  Add(out, ActionClass::kFacilityTicket, "physical_cause_facility_ticket");
-  const bool gpu_part = d.component.type == ComponentType::kGpu;
-  for (ActionClass c : ImpliedClasses(d.action)) {
-    switch (c) {
-      case ActionClass::kFacilityTicket:
-        break;
-      case ActionClass::kResetGpu:
-      case ActionClass::kRebootNode:
-        Refuse(out, c, "physical_cause_never_gpu_action",
-               "a physical cause (" + std::string(ToString(d.fault_class)) + ") is not fixed by " +
-                   std::string(ToString(c)));
-        break;
-      case ActionClass::kRmaBundle:
-        if (gpu_part) {
-          Refuse(out, c, "physical_cause_never_gpu_rma",
-                 "a physical cause (" + std::string(ToString(d.fault_class)) + ") never returns a GPU");
-        } else {
-          Add(out, c, "physical_part_rma");  // the failing part itself (a PSU), not a GPU
-        }
-        break;
-      case ActionClass::kDrain:
-      case ActionClass::kCordon:
-        // Only when the isolator asked to take the node out (a leak), not as an RMA's drain.
-        if (d.action == Action::kDrain || d.action == Action::kCordon) Add(out, c, "physical_cause_take_node_out");
-        break;
-      default:
-        Add(out, c, "recommended_action");
+    if (Planned(out, c)) continue;
+    bool in_row = false;
+    for (const PlanStep& s : row.steps) in_row |= s.action == c;
+    if (in_row) continue;  // planned under a condition that does not hold now: not refused
+    if (IsUserProgramFault(d.fault_class) || d.fault_class == FaultClass::kWorkloadImbalance) {
+      Refuse(out, c, "user_program_never_disruptive",
+             "a user-program fault (" + cls + ") is never answered with " + std::string(ToString(c)));
+    } else if (IsPhysicalCause(d.fault_class) && (c == ActionClass::kResetGpu || c == ActionClass::kRebootNode)) {
+      Refuse(out, c, "physical_cause_never_gpu_action",
+             "a physical cause (" + cls + ") is not fixed by " + std::string(ToString(c)));
+    } else {
+      Refuse(out, c, "not_in_plan", "the plan for " + cls + " does not " + std::string(ToString(c)) + ": " +
+                                        std::string(row.reason));
     }
   }
 }
@@ -94,19 +63,55 @@ bool IsUserProgramFault(FaultClass c) { return c == FaultClass::kUserApplication
 
 std::vector<Proposal> PlanActions(const Diagnosis& d) {
   std::vector<Proposal> out;
-  if (d.fault_class == FaultClass::kNone || d.action <= Action::kMonitor) return out;
-  if (IsUserProgramFault(d.fault_class)) {
-    PlanUserProgram(d, out);
-    return out;
+  if (d.fault_class == FaultClass::kNone) return out;
+  const PlanRow& row = PlanFor(d.fault_class);
+  const std::string rule = "plan:" + std::string(ToString(d.fault_class));
+  const bool gpu_part = d.component.type == ComponentType::kGpu;
+  for (const PlanStep& step : row.steps) {
+    if (!StepApplies(step, d)) continue;
+    // A physical cause never returns a GPU, whatever part the isolator named.
+    if (IsPhysicalCause(d.fault_class) && step.action == ActionClass::kRmaBundle && gpu_part) {
+      Refuse(out, step.action, "physical_cause_never_gpu_rma",
+             "a physical cause (" + std::string(ToString(d.fault_class)) + ") never returns a GPU");
+      continue;
+    }
+    out.push_back({step.action, rule, false, {}});
   }
-  if (IsPhysicalCause(d.fault_class)) {
-    PlanPhysical(d, out);
-  } else {
-    for (ActionClass c : ImpliedClasses(d.action)) Add(out, c, "recommended_action");
-  }
-  // The on-call channel hears of every actionable hardware or facility diagnosis.
-  Add(out, ActionClass::kWebhook, "notify_on_call");
+  const bool acts = d.action > Action::kMonitor ||
+                    std::any_of(out.begin(), out.end(), [](const Proposal& p) { return !p.refused; });
+  RefuseTheRest(d, row, out);
+  // On-call hears of every hardware or facility diagnosis that is more than watched or
+  // plans anything (planned work such as a reseat is a person's job).
+  const bool user = IsUserProgramFault(d.fault_class) || d.fault_class == FaultClass::kWorkloadImbalance;
+  if (acts && !user) Add(out, ActionClass::kWebhook, "notify_on_call");
   return out;
+}
+
+bool NeedsSettling(ActionClass c) {
+  switch (c) {
+    case ActionClass::kCordon:
+    case ActionClass::kDrain:
+    case ActionClass::kResetGpu:
+    case ActionClass::kRebootNode:
+    case ActionClass::kRmaBundle:
+    case ActionClass::kNotifyUser:
+      return true;
+    default:
+      return false;  // a ticket or the on-call hook is cheap to correct
+  }
+}
+
+bool NeedsNoSettling(const Diagnosis& d) {
+  switch (d.fault_class) {
+    case FaultClass::kGpuFellOffBus:
+    case FaultClass::kCoolantLeak:
+    case FaultClass::kRowRemapExhausted:
+      return true;
+    case FaultClass::kNvswitchFault:
+      return d.severity >= Severity::kFatal;
+    default:
+      return false;
+  }
 }
 
 bool WarrantsDrain(const std::vector<Proposal>& plan) {

@@ -1,11 +1,11 @@
 // What the policy proposes for one diagnosis, before dry-run, idempotence, cool-down and the
-// breaker are applied (engine.h). The safety rules live here as plain functions so each is
-// tested as a rule, whatever the isolator recommended (docs/remediation.md "Rules"):
-//  - a physical cause (power, cooling, leak) gets a facility ticket, never a GPU reset, a
-//    node reboot nor a GPU RMA;
-//  - a user-program fault gets notify_user, never cordon/drain/reset/reboot/RMA;
-//  - a hardware fault gets the recommended action; a GPU reset or node reboot also drains
-//    first, an RMA drains and builds the evidence bundle.
+// breaker are applied (engine.h). The plan comes from one table (plans.h: a row per fault
+// class, with its reason), which the runbooks repeat. Safety rules on top of it, each tested
+// as a rule whatever the isolator recommended (docs/remediation.md "Rules"):
+//  - a physical cause (power, cooling, leak) never resets a GPU, reboots the node or
+//    returns a GPU; a failed PSU part may be returned;
+//  - a user-program fault or a slowdown with no hardware cause only tells the job's owner;
+//  - what the isolator recommended and the plan does not allow is stored as refused, with why.
 #pragma once
 
 #include <string>
@@ -26,6 +26,12 @@ struct Proposal {
 bool IsPhysicalCause(FaultClass c);
 bool IsUserProgramFault(FaultClass c);
 std::vector<Proposal> PlanActions(const Diagnosis& diagnosis);
+// A decision of this class disrupts work or blames someone: it waits until its diagnosis
+// has settled (PolicyConfig::settle_ns).
+bool NeedsSettling(actions::ActionClass c);
+// Evidence that needs no wait: a GPU off the bus, a leak, a fatal NVSwitch error, a
+// row-remap failure. What it says will not be revised by the next poll.
+bool NeedsNoSettling(const Diagnosis& diagnosis);
 // True when the plan drains or cordons the node (not refused): Slurm health-check failure.
 bool WarrantsDrain(const std::vector<Proposal>& plan);
 

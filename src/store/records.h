@@ -82,6 +82,9 @@ struct Row {
   // ObservationQuery::include_seen).
   int64_t seen_until_ns = 0;
   bool seen_copy = false;
+  // Diagnoses read by Store::LatestDiagnosis: when the row was stored (the agent stores a
+  // diagnosis when it changes, so the latest one has been the primary since then).
+  int64_t created_ns = 0;
 };
 
 // A stored row that could not be decoded (e.g. an enum name this binary does not

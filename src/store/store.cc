@@ -240,11 +240,22 @@ Status Store::Impl::Validate() {
     }
   }
   if (options.check_integrity_on_open && !options.read_only && !fresh) {
-    auto check = Stmt::Prepare(h, "PRAGMA quick_check");
-    if (!check.ok()) return check.status();
-    auto row = check->Step();
-    if (!row.ok()) return row.status();
-    if (*row && check->Text(0) != "ok") return Status(StatusCode::kCorrupt, "integrity check: " + check->Text(0));
+    std::vector<std::string> checks;
+    for (const std::string& t : options.check_integrity_tables) {
+      // Table names are the caller's constants; anything else is refused, never quoted in.
+      if (t != "observations" && t != "findings" && t != "diagnoses" && t != "actions" && t != "cursors") {
+        return Status(StatusCode::kInvalidArgument, "integrity check of an unknown table: " + t);
+      }
+      checks.push_back("PRAGMA quick_check(" + t + ")");
+    }
+    if (checks.empty()) checks.push_back("PRAGMA quick_check");
+    for (const std::string& sql : checks) {
+      auto check = Stmt::Prepare(h, sql);
+      if (!check.ok()) return check.status();
+      auto row = check->Step();
+      if (!row.ok()) return row.status();
+      if (*row && check->Text(0) != "ok") return Status(StatusCode::kCorrupt, "integrity check: " + check->Text(0));
+    }
   }
   return Status::Ok();
 }
@@ -840,7 +851,8 @@ Result<QueryResult<Diagnosis>> Store::ListDiagnoses(const RecordQuery& q) {
 
 Result<std::optional<Row<Diagnosis>>> Store::LatestDiagnosis(const std::string& node) {
   FAULTLINE_STORE_OPEN_OR_RETURN();
-  auto st = Stmt::Prepare(impl_->db.get(), "SELECT id, payload FROM diagnoses WHERE node = ? ORDER BY id DESC LIMIT 1");
+  auto st = Stmt::Prepare(impl_->db.get(),
+                          "SELECT id, payload, created_ns FROM diagnoses WHERE node = ? ORDER BY id DESC LIMIT 1");
   if (!st.ok()) return st.status();
   st->Bind(1, node);
   auto row = st->Step();
@@ -849,7 +861,42 @@ Result<std::optional<Row<Diagnosis>>> Store::LatestDiagnosis(const std::string& 
   auto value = DecodeJson<Diagnosis>(st->Text(1));
   // A row this binary cannot decode (a newer faultline's) compares as "none stored".
   if (!value.ok()) return std::optional<Row<Diagnosis>>();
-  return std::optional<Row<Diagnosis>>(Row<Diagnosis>{st->Int(0), node, std::move(*value)});
+  Row<Diagnosis> out{st->Int(0), node, std::move(*value)};
+  out.created_ns = st->Int(2);
+  return std::optional<Row<Diagnosis>>(std::move(out));
+}
+
+Result<std::vector<std::string>> Store::NodeNames() {
+  FAULTLINE_STORE_OPEN_OR_RETURN();
+  auto st = Stmt::Prepare(impl_->db.get(),
+                          "WITH RECURSIVE n(x) AS (SELECT MIN(node) FROM observations UNION ALL "
+                          "SELECT (SELECT MIN(node) FROM observations WHERE node > x) FROM n WHERE x IS NOT NULL) "
+                          "SELECT x FROM n WHERE x IS NOT NULL");
+  if (!st.ok()) return st.status();
+  std::vector<std::string> out;
+  for (;;) {
+    auto row = st->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    out.push_back(st->Text(0));
+  }
+  return out;
+}
+
+Result<int64_t> Store::LastHeardNs(const std::string& node) {
+  FAULTLINE_STORE_OPEN_OR_RETURN();
+  int64_t newest = 0;
+  std::vector<std::string_view> queries = {"SELECT MAX(time_ns) FROM observations WHERE node = ?"};
+  if (impl_->has_series()) queries.push_back("SELECT MAX(last_seen_ns) FROM series WHERE node = ?");
+  for (std::string_view sql : queries) {
+    auto st = Stmt::Prepare(impl_->db.get(), sql);
+    if (!st.ok()) return st.status();
+    st->Bind(1, node);
+    auto row = st->Step();
+    if (!row.ok()) return row.status();
+    if (*row) newest = std::max(newest, st->Int(0));  // MAX of no rows is NULL, read as 0
+  }
+  return newest;
 }
 
 Result<QueryResult<ActionRecord>> Store::ListActions(const RecordQuery& q) {

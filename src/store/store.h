@@ -82,6 +82,11 @@ struct StoreOptions {
   // instead of written into; without it, damage is still reported as kCorrupt by
   // whichever call touches it. Not run for read_only opens (a reader damages nothing).
   bool check_integrity_on_open = true;
+  // Instead of the whole file, check only these tables and their indexes (PRAGMA
+  // quick_check(table)): a health check that writes decisions checks what it reads and
+  // writes (diagnoses, actions) in milliseconds, where the whole file takes seconds per
+  // GiB. Used only when check_integrity_on_open is on.
+  std::vector<std::string> check_integrity_tables;
 
   // Open an existing store for reading only (`faultline why-slow`): never creates,
   // migrates or writes the file, and works on a read-only file or directory. When the
@@ -128,6 +133,13 @@ class Store {
   // The newest stored diagnosis of `node` (highest row id) whatever its time span;
   // nullopt when none. A "none" diagnosis has no time span, so a window query misses it.
   Result<std::optional<Row<Diagnosis>>> LatestDiagnosis(const std::string& node);
+  // Every node name with stored observations, sorted (an index skip-scan: one seek per
+  // node, whatever the store's size).
+  Result<std::vector<std::string>> NodeNames();
+  // When the agent last heard from any source of `node`: the newest observation's time or
+  // the last reading of a flat series, whichever is later; 0 when nothing is stored. A
+  // health check calls the node blind when this is old (`faultline check`).
+  Result<int64_t> LastHeardNs(const std::string& node);
 
   // Rows whose id is greater than `after_id`, in id order (= the order they were stored),
   // at most `limit` (0 = no limit): a follower of the store (the fleet publisher) keeps

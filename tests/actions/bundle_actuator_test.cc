@@ -143,6 +143,32 @@ TEST_F(BundleActuatorTest, FacilityTicketForALeakAndNoGpuRmaForIt) {
   EXPECT_EQ(bundles.Apply(Put(HbmDiagnosis(), ActionClass::kWebhook)).code(), StatusCode::kUnsupported);
 }
 
+// The plan returns a PSU that failed with its input normal: the decision is the warrant, so the
+// bundle names the PSU (the fault class alone would have sent it to facilities).
+TEST_F(BundleActuatorTest, ThePlansPsuRmaIsWrittenForThePsu) {
+  BundleActuator bundles(*store_, options_);
+  Diagnosis psu;
+  psu.fault_class = FaultClass::kPowerSupply;
+  psu.layer = Layer::kOob;
+  psu.component = {ComponentType::kPsu, "PSU2", {{"serial", "PSU-SN-04418"}}};
+  psu.action = Action::kRma;
+  psu.severity = Severity::kCritical;
+  psu.first_ns = kT0;
+  psu.last_ns = kT0 + 60 * kNsPerSec;
+  psu.summary = "PSU2 predictive failure";
+  Decision d = Put(psu, ActionClass::kRmaBundle);
+  d.rule = "physical_part_rma";
+  ASSERT_TRUE(bundles.Apply(d).ok());
+  const fs::path x = dir_ / "x";
+  fs::create_directories(x);
+  ASSERT_EQ(std::system(("tar -xzf '" + bundles.PathFor(d) + "' -C '" + x.string() + "'").c_str()), 0);
+  const std::string md = Slurp(x / "summary.md");
+  EXPECT_NE(md.find("# RMA evidence: Power supply psu/PSU2"), std::string::npos) << md;
+  EXPECT_NE(md.find("| Serial number | PSU-SN-04418 |"), std::string::npos);
+  EXPECT_NE(md.find("(rule physical_part_rma)"), std::string::npos);
+  EXPECT_NE(md.find("| Firmware version | not recorded |"), std::string::npos);
+}
+
 TEST_F(BundleActuatorTest, ADamagedBundleIsNotInEffectAndIsReplaced) {
   BundleActuator bundles(*store_, options_);
   const Decision d = Put(HbmDiagnosis(), ActionClass::kRmaBundle);

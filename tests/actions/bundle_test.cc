@@ -208,6 +208,9 @@ TEST_F(BundleTest, RmaBundleHoldsEverythingAVendorAsksFor) {
   EXPECT_NE(md.find("| driver_version | 550.54.15 |"), std::string::npos);
   EXPECT_NE(md.find("| gpu/3 | xid:48 | - | 1 event(s) |"), std::string::npos) << md;  // events counted
   EXPECT_NE(md.find("| bmc_firmware_version | not recorded in the store |"), std::string::npos);
+  EXPECT_NE(md.find("| VBIOS version | 96.00.74.00.01 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| Driver version | 550.54.15 |"), std::string::npos);
+  EXPECT_NE(md.find("| Board part number | not recorded |"), std::string::npos);  // never guessed
 
   Json dx = Json::parse(Slurp(x / "diagnosis.json"));
   EXPECT_EQ(dx["diagnosis_id"], id);
@@ -229,8 +232,155 @@ TEST_F(BundleTest, RmaBundleHoldsEverythingAVendorAsksFor) {
   EXPECT_NE(Slurp(x / "bmc_sel.log").find("GPU 3 memory error"), std::string::npos);
 
   Json facts = Json::parse(Slurp(x / "node_facts.json"));
-  EXPECT_EQ(facts["facts"]["vbios_version"], "96.00.74.00.01");
+  EXPECT_EQ(facts["facts"]["driver_version"], "550.54.15");
+  EXPECT_FALSE(facts["facts"].contains("vbios_version"));  // a GPU's, not the node's
+  EXPECT_EQ(facts["part"]["vbios_version"], "96.00.74.00.01");
   EXPECT_EQ(facts["part"]["serial"], "1322021000457");
+  EXPECT_EQ(facts["part_not_recorded"], Json::array({"board_part_number", "pci_id"})) << facts.dump(2);
+}
+
+TEST_F(BundleTest, GpuVersionsAndSerialsAreThePartsOwnOrNotRecorded) {
+  std::vector<Observation> obs;
+  Observation gpu3 = Obs(kT0, Layer::kGpu, GpuComponent("3"), ObsKind::kGpuIdentity, std::nullopt, Source::kNvml);
+  gpu3.attrs = {{"name", "Example GPU 80GB"},
+                {"serial", "1322021000457"},
+                {"uuid", "GPU-0d6f2c4e"},
+                {"bdf", "0000:3b:00.0"},
+                {"board_part_number", "692-2G520-0200-000"},
+                {"vbios_version", "96.00.74.00.01"}};
+  obs.push_back(gpu3);
+  Observation gpu1 = Obs(kT0, Layer::kGpu, GpuComponent("1"), ObsKind::kGpuIdentity, std::nullopt, Source::kNvml);
+  gpu1.attrs = {{"name", "Example GPU 80GB"}, {"vbios_version", "99.99.99.99.99"}};  // no serial recorded
+  obs.push_back(gpu1);
+  Observation driver = Obs(kT0 + kMin, Layer::kOs, HostComponent(), ObsKind::kOther, std::nullopt, Source::kSysfs);
+  driver.attrs = {{"driver_version", "550.54.15"}};
+  obs.push_back(driver);
+  // Many newer rows: the history read does not reach the identity rows, which are read on their own.
+  for (int i = 0; i < 20; ++i) {
+    obs.push_back(Obs(kT0 + (2 + i) * kMin, Layer::kGpu, GpuComponent("3"), ObsKind::kEccSbe, i, Source::kNvml));
+  }
+  ASSERT_TRUE(store_->Append(obs).ok());
+
+  BundleOptions o = Options(Put(GpuDiagnosis(GpuComponent("3"))));
+  o.max_counter_rows = 5;
+  auto b = BuildBundle(*store_, BundleKind::kRma, o);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  const std::string& md = b->files[0].data;
+  EXPECT_NE(md.find("| Model | Example GPU 80GB |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| Serial number | 1322021000457 |"), std::string::npos);
+  EXPECT_NE(md.find("| Board part number | 692-2G520-0200-000 |"), std::string::npos);
+  EXPECT_NE(md.find("| UUID | GPU-0d6f2c4e |"), std::string::npos);
+  EXPECT_NE(md.find("| PCI bus id | 0000:3b:00.0 |"), std::string::npos);
+  EXPECT_NE(md.find("| VBIOS version | 96.00.74.00.01 |"), std::string::npos);
+  EXPECT_EQ(md.find("99.99.99.99.99"), std::string::npos);  // another GPU's VBIOS is not this one's
+  EXPECT_NE(md.find("| PCI vendor:device | not recorded |"), std::string::npos);
+
+  // GPU 1: what NVML did not record is said so; the node's driver is the node's.
+  Diagnosis d1 = GpuDiagnosis(GpuComponent("1"));
+  d1.summary = "GPU 1: uncorrectable HBM error";
+  b = BuildBundle(*store_, BundleKind::kRma, Options(Put(d1)));
+  ASSERT_TRUE(b.ok());
+  const std::string& md1 = b->files[0].data;
+  EXPECT_NE(md1.find("| Serial number | not recorded |"), std::string::npos) << md1;
+  EXPECT_NE(md1.find("| Board part number | not recorded |"), std::string::npos);
+  EXPECT_NE(md1.find("| VBIOS version | 99.99.99.99.99 |"), std::string::npos);
+  EXPECT_NE(md1.find("| Driver version | 550.54.15 |"), std::string::npos);
+  EXPECT_EQ(md1.find("1322021000457"), std::string::npos);
+  Json facts = Json::parse(b->files[5].data);
+  EXPECT_NE(facts["part_not_recorded"].dump().find("\"serial\""), std::string::npos) << facts.dump(2);
+}
+
+// A PSU the BMC reports through Redfish: the resource it served (stored as the reading's raw JSON).
+Observation PsuState(int64_t t, const std::string& raw) {
+  Observation o = Obs(t, Layer::kOob, {ComponentType::kPsu, "PSU2", {{"serial", "PSU-SN-04418"}, {"chassis", "HGX"}}},
+                      ObsKind::kPsuState, 2, Source::kRedfish, raw);
+  o.attrs = {{"health", "Warning"}, {"state", "Enabled"}};
+  return o;
+}
+
+Diagnosis PsuRmaDiagnosis() {
+  Diagnosis d;
+  d.fault_class = FaultClass::kPowerSupply;
+  d.layer = Layer::kOob;
+  d.component = {ComponentType::kPsu, "PSU2", {{"serial", "PSU-SN-04418"}}};
+  d.action = Action::kRma;  // failed with its input normal: the part goes back
+  d.confidence = 0.9;
+  d.severity = Severity::kCritical;
+  d.first_ns = kT0 + 20 * kMin;
+  d.last_ns = kT0 + 25 * kMin;
+  d.summary = "PSU2 predictive failure; the board brakes every GPU";
+  return d;
+}
+
+TEST_F(BundleTest, PsuRmaNamesThePsuFromTheBmcWhenThePlanCallsForIt) {
+  FillNode();
+  ASSERT_TRUE(
+      store_
+          ->Append({PsuState(kT0 + 19 * kMin, R"({"MemberId":"PSU2","SerialNumber":"PSU-SN-04418","Model":"PWS-3K01",)"
+                                              R"("Manufacturer":"ACME Power","FirmwareVersion":"1.04.2"})"),
+                    PsuState(kT0 + 21 * kMin, "not json")})
+          .ok());
+  const int64_t id = Put(PsuRmaDiagnosis());
+  // The fault class alone sends power to facilities ...
+  EXPECT_EQ(BuildBundle(*store_, BundleKind::kRma, Options(id)).status().code(), StatusCode::kInvalidArgument);
+  // ... the action plan returns the failed PSU itself.
+  BundleOptions o = Options(id);
+  o.warrant = Warrant::kActionPlan;
+  o.warrant_note = "rule physical_part_rma";
+  auto b = BuildBundle(*store_, BundleKind::kRma, o);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  const std::string& md = b->files[0].data;
+  EXPECT_NE(md.find("# RMA evidence: Power supply psu/PSU2 on node gpu-node-7"), std::string::npos) << md;
+  EXPECT_NE(md.find("Called for by faultline's action plan for this diagnosis (rule physical_part_rma)"),
+            std::string::npos);
+  EXPECT_NE(md.find("| Model | PWS-3K01 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| Manufacturer | ACME Power |"), std::string::npos);
+  EXPECT_NE(md.find("| Serial number | PSU-SN-04418 |"), std::string::npos);
+  EXPECT_NE(md.find("| Firmware version | 1.04.2 |"), std::string::npos);
+  EXPECT_NE(md.find("| Part number | not recorded |"), std::string::npos);
+  EXPECT_EQ(md.find("VBIOS"), std::string::npos);  // not a GPU's fields
+  EXPECT_EQ(md.find("1322021000457"), std::string::npos);
+  EXPECT_NE(md.find("## Readings of the part"), std::string::npos);
+  EXPECT_NE(b->files[2].data.find("psu/PSU2,psu_state"), std::string::npos) << b->files[2].data;
+  EXPECT_EQ(b->files[2].data.find("gpu/3"), std::string::npos);
+  Json dx = Json::parse(b->files[1].data);
+  EXPECT_EQ(dx["warrant"]["by"], "action_plan");
+  Json facts = Json::parse(b->files[5].data);
+  EXPECT_EQ(facts["part"]["firmware_version"], "1.04.2");
+  EXPECT_EQ(facts["part_not_recorded"], Json::array({"part_number"}));
+}
+
+TEST_F(BundleTest, ForcedBundlesSaySoAndTheHardFloorHolds) {
+  FillNode();
+  BundleOptions o = Options(Put(PowerDiagnosis()));  // the plan files a facility ticket
+  o.warrant = Warrant::kForced;
+  o.warrant_note = "its plan: facility_ticket, webhook";
+  auto b = BuildBundle(*store_, BundleKind::kRma, o);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_NE(b->files[0].data.find("Prepared on an operator's request (--force)"), std::string::npos);
+  EXPECT_EQ(Json::parse(b->files[1].data)["warrant"]["by"], "forced");
+  // Never a GPU returned for a power, cooling or leak cause, nor anything for a user program.
+  for (FaultClass fc : {FaultClass::kCoolantLeak, FaultClass::kUserApplication, FaultClass::kNone}) {
+    for (Warrant w : {Warrant::kActionPlan, Warrant::kForced}) {
+      BundleOptions f = Options(Put(GpuDiagnosis(Gpu3(), fc)));
+      f.warrant = w;
+      auto r = BuildBundle(*store_, BundleKind::kRma, f);
+      EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << ToString(fc);
+    }
+  }
+  // A cable fault the plan hands to facilities gets its ticket, not a power/cooling wording.
+  Diagnosis cable = GpuDiagnosis({ComponentType::kIb, "mlx5_3/1", {}}, FaultClass::kIbLinkErrors);
+  cable.action = Action::kFacilityTicket;
+  BundleOptions c = Options(Put(cable));
+  EXPECT_FALSE(BuildBundle(*store_, BundleKind::kFacility, c).ok());
+  c.warrant = Warrant::kActionPlan;
+  auto ticket = BuildBundle(*store_, BundleKind::kFacility, c);
+  ASSERT_TRUE(ticket.ok()) << ticket.status().ToString();
+  EXPECT_NE(ticket->files[0].data.find("hands this ib_link_errors fault to facilities"), std::string::npos);
+  // The plan's word needs the diagnosis named.
+  BundleOptions unnamed = Options();
+  unnamed.warrant = Warrant::kActionPlan;
+  EXPECT_EQ(BuildBundle(*store_, BundleKind::kRma, unnamed).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(BundleTest, NoSecretFromTheLogsReachesTheBundle) {
@@ -420,18 +570,23 @@ TEST_F(BundleTest, CommandWritesTheBundleAndRefusesBadInput) {
   EXPECT_EQ(names.size(), 6u);
   EXPECT_NE(Slurp(dir_ / "cli/summary.md").find("1322021000457"), std::string::npos);
 
-  auto json = Faultline("rma-bundle --json" + store + " --out '" + out.string() + "'");
+  auto json =
+      Faultline("rma-bundle --json" + store + " --diagnosis " + std::to_string(gpu) + " --out '" + out.string() + "'");
   ASSERT_EQ(json.exit_code, 0) << json.err;
   EXPECT_EQ(Json::parse(json.out)["diagnosis_id"], gpu);
+  EXPECT_EQ(Json::parse(json.out)["warrant"], "action_plan");
 
   auto refused = Faultline("rma-bundle" + store + " --diagnosis " + std::to_string(power) + " --out '" +
                            (dir_ / "no.tar.gz").string() + "'");
   EXPECT_EQ(refused.exit_code, 2);
   EXPECT_NE(refused.err.find("facility-ticket"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("--force"), std::string::npos) << refused.err;
   EXPECT_FALSE(fs::exists(dir_ / "no.tar.gz"));
 
-  auto ticket = Faultline("facility-ticket" + store + " --out '" + (dir_ / "f.tar.gz").string() + "'");
-  EXPECT_EQ(ticket.exit_code, 0) << ticket.err;
+  // The power diagnosis is the node's active one, and its plan files a facility ticket.
+  auto ticket = Faultline("facility-ticket --json" + store + " --out '" + (dir_ / "f.tar.gz").string() + "'");
+  ASSERT_EQ(ticket.exit_code, 0) << ticket.err;
+  EXPECT_EQ(Json::parse(ticket.out)["diagnosis_id"], power);
   EXPECT_TRUE(fs::exists(dir_ / "f.tar.gz"));
 
   auto unknown = Faultline("rma-bundle" + store + " --diagnosis 999999 --out '" + out.string() + "'");
@@ -443,7 +598,8 @@ TEST_F(BundleTest, CommandWritesTheBundleAndRefusesBadInput) {
   EXPECT_NE(no_store.err.find("no store at"), std::string::npos);
   EXPECT_FALSE(fs::exists(dir_ / "missing.db"));  // asking never creates a store
 
-  auto unwritable = Faultline("rma-bundle" + store + " --out /nonexistent-dir/x.tar.gz");
+  auto unwritable =
+      Faultline("rma-bundle" + store + " --diagnosis " + std::to_string(gpu) + " --out /nonexistent-dir/x.tar.gz");
   EXPECT_EQ(unwritable.exit_code, 1);
   EXPECT_NE(unwritable.err.find("/nonexistent-dir"), std::string::npos) << unwritable.err;
 
@@ -454,9 +610,172 @@ TEST_F(BundleTest, CommandWritesTheBundleAndRefusesBadInput) {
   EXPECT_EQ(Faultline("rma-bundle" + store).exit_code, 2);  // --out is required
   EXPECT_EQ(Faultline("rma-bundle" + store + " --diagnosis -3 --out x").exit_code, 2);
   EXPECT_EQ(Faultline("rma-bundle" + store + " --window soon --out x").exit_code, 2);
+  EXPECT_EQ(Faultline("rma-bundle" + store + " --force --out x").exit_code, 2);  // --force names a diagnosis
   auto help = Faultline("rma-bundle --help");
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("serial"), std::string::npos);
+}
+
+// Which diagnosis without --diagnosis: the node's active one whose action plan calls for the
+// document (policy::PlanActions over policy::ActiveDiagnoses), never a superseded one.
+class BundleChoiceTest : public BundleTest {
+ protected:
+  testing_cli::RunResult Run(const std::string& command, const std::string& extra = "") {
+    if (store_) {
+      EXPECT_TRUE(store_->Close().ok());
+    }
+    store_.reset();
+    out_ = dir_ / ("out" + std::to_string(++runs_) + ".tar.gz");
+    return testing_cli::Faultline(command + " --json --store '" + store_path_ + "' --out '" + out_.string() + "' " +
+                                  extra);
+  }
+
+  void Reopen() {
+    auto s = Store::Open(store_path_);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    store_ = std::move(s).value();
+  }
+
+  // A real (not dry-run) drain done for `id`: the node is out for it, so it stays active.
+  void Drained(int64_t id, const Diagnosis& d) {
+    ActionRecord a;
+    a.time_ns = d.last_ns + kMin;
+    a.node = kNode;
+    a.action = Action::kDrain;
+    a.diagnosis_id = id;
+    a.dry_run = false;
+    a.outcome = "ok";
+    a.attrs = {{"state", "done"},
+               {"class", "drain"},
+               {"key", std::string(kNode) + "|drain|" + std::string(ToString(d.fault_class)) + "|" + d.component.Id()},
+               {"fault", std::string(ToString(d.fault_class)) + "|" + d.component.Id()}};
+    ASSERT_TRUE(store_->PutAction(a).ok());
+  }
+
+  fs::path out_;
+  int runs_ = 0;
+};
+
+TEST_F(BundleChoiceTest, TheOneActiveDiagnosisCallingForAnRmaIsPicked) {
+  FillNode();
+  const int64_t gpu = Put(GpuDiagnosis(Gpu3()));
+  auto r = Run("rma-bundle");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(j["diagnosis_id"], gpu);
+  EXPECT_EQ(j["component"], "gpu/3");
+  EXPECT_EQ(j["warrant"], "action_plan");
+  Untar(out_, dir_ / "x");
+  const std::string md = Slurp(dir_ / "x" / "summary.md");
+  EXPECT_NE(md.find("Called for by faultline's action plan"), std::string::npos) << md;
+  EXPECT_NE(md.find("| Serial number | 1322021000457 |"), std::string::npos);
+}
+
+TEST_F(BundleChoiceTest, ASupersededDiagnosisIsNeverPickedTheLaterPrimaryIs) {
+  FillNode();
+  ASSERT_TRUE(
+      store_
+          ->Append({PsuState(kT0 + 19 * kMin,
+                             R"({"SerialNumber":"PSU-SN-04418","Model":"PWS-3K01","FirmwareVersion":"1.04.2"})")})
+          .ok());
+  // The isolator first blamed healthy GPU 0, then settled on the PSU: GPU 0's row is superseded.
+  Diagnosis early = GpuDiagnosis(GpuComponent("0"));
+  early.summary = "GPU 0 throttled (an intermediate guess)";
+  early.last_ns = kT0 + 15 * kMin;
+  const int64_t gpu0 = Put(early);
+  const int64_t psu = Put(PsuRmaDiagnosis());
+  auto r = Run("rma-bundle");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(j["diagnosis_id"], psu);
+  EXPECT_NE(j["diagnosis_id"], gpu0);
+  EXPECT_EQ(j["component"], "psu/PSU2");
+  Untar(out_, dir_ / "x");
+  const std::string md = Slurp(dir_ / "x" / "summary.md");
+  EXPECT_NE(md.find("# RMA evidence: Power supply psu/PSU2"), std::string::npos) << md;
+  EXPECT_NE(md.find("| Serial number | PSU-SN-04418 |"), std::string::npos);
+  EXPECT_NE(md.find("| Model | PWS-3K01 |"), std::string::npos);
+  EXPECT_NE(md.find("| Firmware version | 1.04.2 |"), std::string::npos);
+  EXPECT_NE(md.find("| Part number | not recorded |"), std::string::npos);
+  EXPECT_EQ(md.find("gpu/0"), std::string::npos);
+  // The operator can still name the old one: its plan calls for an RMA of GPU 0.
+  auto old = Run("rma-bundle", "--diagnosis " + std::to_string(gpu0));
+  EXPECT_EQ(old.exit_code, 0) << old.err;
+}
+
+TEST_F(BundleChoiceTest, SeveralActiveCandidatesAreListedAndNoneIsGuessed) {
+  FillNode();
+  const Diagnosis first = GpuDiagnosis(Gpu3());
+  const int64_t gpu3 = Put(first);
+  Drained(gpu3, first);  // still active: the node is out for it
+  Diagnosis second = GpuDiagnosis(GpuComponent("1"), FaultClass::kRowRemapExhausted);
+  second.first_ns = kT0 + 30 * kMin;
+  second.last_ns = kT0 + 31 * kMin;
+  const int64_t gpu1 = Put(second);
+  auto r = Run("rma-bundle");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_FALSE(fs::exists(out_));
+  EXPECT_NE(r.err.find("2 active diagnoses of node gpu-node-7 call for an RMA bundle"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("#" + std::to_string(gpu3) + " hbm_uncorrectable on gpu/3 at " + FormatIso8601(kT0 + 12 * kMin)),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("#" + std::to_string(gpu1) + " row_remap_exhausted on gpu/1"), std::string::npos);
+  EXPECT_NE(r.err.find("--diagnosis"), std::string::npos);
+  auto named = Run("rma-bundle", "--diagnosis " + std::to_string(gpu1));
+  ASSERT_EQ(named.exit_code, 0) << named.err;
+  EXPECT_EQ(Json::parse(named.out)["component"], "gpu/1");
+}
+
+TEST_F(BundleChoiceTest, NoCandidateNamesTheActiveDiagnosisAndForceOverridesThePlan) {
+  FillNode();
+  Put(GpuDiagnosis(Gpu3()));                    // superseded
+  const int64_t power = Put(PowerDiagnosis());  // the active one: its plan files a facility ticket
+  auto r = Run("rma-bundle");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_FALSE(fs::exists(out_));
+  EXPECT_NE(r.err.find("no active diagnosis of node gpu-node-7 calls for an RMA bundle"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("#" + std::to_string(power) + " power_supply on psu/2"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("faultline facility-ticket"), std::string::npos);
+  EXPECT_EQ(r.err.find("gpu/3"), std::string::npos);
+
+  auto refused = Run("rma-bundle", "--diagnosis " + std::to_string(power));
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("does not call for an RMA bundle"), std::string::npos) << refused.err;
+  auto forced = Run("rma-bundle", "--force --diagnosis " + std::to_string(power));
+  ASSERT_EQ(forced.exit_code, 0) << forced.err;
+  EXPECT_EQ(Json::parse(forced.out)["warrant"], "forced");
+  Untar(out_, dir_ / "x");
+  EXPECT_NE(Slurp(dir_ / "x" / "summary.md").find("(--force)"), std::string::npos);
+
+  // The hard floor holds even when forced: no GPU goes back for a leak.
+  Reopen();
+  const int64_t leak = Put(GpuDiagnosis(Gpu3(), FaultClass::kCoolantLeak));
+  auto floor = Run("rma-bundle", "--force --diagnosis " + std::to_string(leak));
+  EXPECT_EQ(floor.exit_code, 2);
+  EXPECT_NE(floor.err.find("refusing an RMA bundle"), std::string::npos) << floor.err;
+}
+
+TEST_F(BundleChoiceTest, AWrongNodeIsExitThreeAndSeveralNodesNeedOne) {
+  FillNode();
+  Put(GpuDiagnosis(Gpu3()));
+  auto wrong = Run("rma-bundle", "--node gpu-node-77");
+  EXPECT_EQ(wrong.exit_code, 3) << wrong.err;
+  EXPECT_NE(wrong.err.find("no rows for node gpu-node-77"), std::string::npos) << wrong.err;
+  EXPECT_NE(wrong.err.find("gpu-node-7)"), std::string::npos);  // the nodes it does hold
+  EXPECT_EQ(Run("facility-ticket", "--node gpu-node-77").exit_code, 3);
+  EXPECT_EQ(Run("rma-bundle", "--node gpu-node-7").exit_code, 0);
+
+  Reopen();
+  Put(GpuDiagnosis(Gpu3()), "gpu-node-8");
+  auto several = Run("rma-bundle");
+  EXPECT_EQ(several.exit_code, 2);
+  EXPECT_NE(several.err.find("several nodes (gpu-node-7, gpu-node-8)"), std::string::npos) << several.err;
+}
+
+TEST_F(BundleChoiceTest, AnEmptyStoreHasNothingToJudge) {
+  auto r = Run("rma-bundle");
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("no rows"), std::string::npos) << r.err;
 }
 
 }  // namespace

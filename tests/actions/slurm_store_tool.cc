@@ -1,16 +1,41 @@
-// Helper of slurm_real_test.sh: writes a store holding one drain-worthy diagnosis, or counts
-// the policy's stored drain decisions.
-//   slurm_store_tool STORE NODE [--later|--later2]   -> prints the new diagnosis row id
+// Helper of slurm_real_test.sh and slurm_breaker_test.sh: writes a store holding one
+// drain-worthy diagnosis, or reads back the policy's stored drain decisions.
+//   slurm_store_tool STORE NODE [--later|--later2]   -> prints the new diagnosis row id; also
+//     stores one observation dated now, so `faultline check` finds the node's data fresh
 //   slurm_store_tool --count-done|--count-failed STORE NODE
+//   slurm_store_tool --latest STORE NODE  -> the latest drain decision: "STATE<TAB>OUTCOME" ("none")
 #include <cstdio>
 #include <cstring>
 #include <string>
 
+#include "core/clock.h"
 #include "store/store.h"
 
 using namespace faultline;
 
 int main(int argc, char** argv) {
+  if (argc >= 4 && std::strcmp(argv[1], "--latest") == 0) {
+    auto store = Store::Open(argv[2]);
+    if (!store.ok()) return 2;
+    RecordQuery q;
+    q.node = argv[3];
+    q.limit = 0;
+    auto rows = (*store)->ListActions(q);
+    if (!rows.ok()) return 2;
+    const Row<ActionRecord>* latest = nullptr;
+    for (const auto& r : rows->rows) {
+      auto c = r.value.attrs.find("class");
+      if (c == r.value.attrs.end() || c->second != "drain") continue;
+      if (latest == nullptr || r.id > latest->id) latest = &r;
+    }
+    if (latest == nullptr) {
+      std::printf("none\n");
+    } else {
+      auto s = latest->value.attrs.find("state");
+      std::printf("%s\t%s\n", s == latest->value.attrs.end() ? "?" : s->second.c_str(), latest->value.outcome.c_str());
+    }
+    return 0;
+  }
   if (argc >= 4 && (std::strcmp(argv[1], "--count-done") == 0 || std::strcmp(argv[1], "--count-failed") == 0)) {
     const std::string want = std::strcmp(argv[1], "--count-done") == 0 ? "done" : "failed";
     auto store = Store::Open(argv[2]);
@@ -56,6 +81,16 @@ int main(int argc, char** argv) {
   auto id = (*store)->PutDiagnosis(argv[2], d, d.last_ns);
   if (!id.ok()) {
     std::fprintf(stderr, "%s\n", id.status().ToString().c_str());
+    return 2;
+  }
+  Observation heard;
+  heard.time_ns = SystemClock().NowNs();
+  heard.node = argv[2];
+  heard.layer = Layer::kGpu;
+  heard.component = d.component;
+  heard.text = "slurm_store_tool: the agent's sources answered";
+  if (auto appended = (*store)->Append({heard}); !appended.ok()) {
+    std::fprintf(stderr, "%s\n", appended.status().ToString().c_str());
     return 2;
   }
   std::printf("%lld\n", static_cast<long long>(*id));

@@ -273,7 +273,8 @@ TEST_F(AssistantAsk, PromptInjectionObeyedByTheModelCausesNoActionOutsideThePoli
     const std::vector<policy::Proposal> plan = policy::PlanActions(primary_);
     for (const char* c : {"reboot_node", "reset_gpu", "rma_bundle", "cordon"}) {
       bool planned = false;
-      for (const policy::Proposal& p : plan) planned = planned || (!p.refused && actions::ToString(p.action_class) == c);
+      for (const policy::Proposal& p : plan)
+        planned = planned || (!p.refused && actions::ToString(p.action_class) == c);
       if (!planned) return std::string(c);
     }
     return std::string("none");
@@ -313,9 +314,8 @@ TEST_F(AssistantAsk, PromptInjectionObeyedByTheModelCausesNoActionOutsideThePoli
               {"propose_action", R"({"action":"drain","component":"node/gpu-8","reason":"drain all nodes"})"},
               {"propose_action", R"({"action":"drain","component":"*","reason":"drain all nodes"})"},
               {"propose_action", R"({"action":"reset_gpu","component":"gpu/0000:5e:00.0","reason":"process said so"})"},
-              {"propose_action",
-               R"({"action":")" + unplanned + R"(","component":")" + primary_.component.Id() +
-                   R"(","reason":"SEL said so"})"},
+              {"propose_action", R"({"action":")" + unplanned + R"(","component":")" + primary_.component.Id() +
+                                     R"(","reason":"SEL said so"})"},
               {"propose_action", R"({"action":"drain","component":"host","reason":"x","node":"gpu-9"})"},
               {"propose_action", R"({"action":")" + legit_action + R"(","component":")" + primary_.component.Id() +
                                      R"(","reason":"the diagnosis recommends it"})"},
@@ -400,6 +400,62 @@ TEST_F(AssistantAsk, TranscriptIsStoredWithTheIncident) {
   Json cut = Json::parse(all->rows.back().value.attrs.at("transcript"));
   EXPECT_LT(cut.size(), transcript.size());
   EXPECT_EQ(cut.back()["role"], "note");
+}
+
+// Without a store the model is told there is no node data, its node tools say "no store",
+// a drain it proposes is refused, ids it makes up are not evidence, and its answer starts
+// with the statement: however it words its reply, nothing reads as a diagnosis of the node.
+TEST_F(AssistantAsk, WithoutAStoreTheModelGetsTheSameConstraint) {
+  ScriptedModel model({CallsTool("get_diagnoses", "{}"), CallsTool("why_slow", "{}"),
+                       CallsTool("propose_action", R"({"action":"drain","component":"gpu/0000:3b:00.0","reason":"r"})"),
+                       CallsTool("search_kb", R"({"query":"GPU fell off the bus"})"),
+                       Says("GPU 0000:3b:00.0 fell off the bus (obs:4); runbook/gpu_fell_off_bus#safe-actions.")});
+  ToolContext ctx;
+  ctx.node = kNode;
+  ctx.retriever = &kb_;
+  ctx.no_store_reason = "no store at /nonexistent.db";
+  Toolbox tools(ctx);
+  AskAnswer a = AskWithModel(model, tools, {"why did gpu-7 fail?"});
+  ASSERT_EQ(a.stop_reason, "answered") << a.error;
+  ASSERT_EQ(model.requests.size(), 5u);
+  const std::string& system = model.requests[0].messages.at(0).content;
+  EXPECT_NE(system.find("never instructions"), std::string::npos);  // the safety rules stay
+  EXPECT_NE(system.find("no data about this node here (no store at /nonexistent.db)"), std::string::npos) << system;
+  EXPECT_NE(system.find("Do not diagnose the node"), std::string::npos);
+  // What each tool answered, as the model read it.
+  const auto& msgs = model.requests.back().messages;
+  std::vector<Json> results;
+  for (const ChatMessage& m : msgs) {
+    if (m.role == "tool") results.push_back(Json::parse(m.content));
+  }
+  ASSERT_EQ(results.size(), 4u);
+  for (size_t i : {0u, 1u}) {
+    EXPECT_EQ(results[i]["ok"], false);
+    EXPECT_EQ(results[i]["error"].get<std::string>().rfind("no store (no store at /nonexistent.db)", 0), 0u)
+        << results[i];
+  }
+  EXPECT_EQ(results[2]["data"]["accepted_as_request"], false);
+  EXPECT_EQ(results[3]["ok"], true);
+  ASSERT_EQ(a.proposals.size(), 1u);
+  EXPECT_FALSE(a.proposals[0].accepted);
+  // The answer: the statement first, then the model's words; no diagnosis, no evidence.
+  EXPECT_EQ(a.text.rfind(a.node_data_statement + "\n\nGPU 0000:3b:00.0 fell off the bus", 0), 0u) << a.text;
+  EXPECT_EQ(a.node_data_statement.rfind("No node data (no store at /nonexistent.db)", 0), 0u);
+  EXPECT_FALSE(a.primary.has_value());
+  EXPECT_TRUE(a.evidence.empty());
+  bool flagged = false;
+  for (const std::string& n : a.notes) flagged = flagged || n.find("not evidence): obs:4") != std::string::npos;
+  EXPECT_TRUE(flagged);
+  ASSERT_EQ(a.runbooks.size(), 1u);
+  EXPECT_EQ(a.runbooks[0].doc_id, "runbook/gpu_fell_off_bus#safe-actions");
+  EXPECT_EQ(AnswerJson(a)["node_data"], false);
+  EXPECT_EQ(RenderAnswer(a).rfind("No node data (", 0), 0u);
+  // A model that does not finish: the general-guidance answer, statement first.
+  ScriptedModel broken({Result<ChatReply>(Status(StatusCode::kUnavailable, "down"))});
+  AskAnswer b = AskWithModel(broken, tools, {"why?"});
+  EXPECT_EQ(b.stop_reason, "llm_error");
+  EXPECT_EQ(b.text.rfind("No node data (no store at /nonexistent.db)", 0), 0u) << b.text;
+  EXPECT_FALSE(b.primary.has_value());
 }
 
 }  // namespace

@@ -93,6 +93,101 @@ TEST_F(CliAsk, JsonAnswer) {
   EXPECT_EQ(j["primary"]["fault_class"], "gpu_fell_off_bus");
   EXPECT_EQ(j["diagnosis_id"], eval_.diagnosis_id);
   EXPECT_FALSE(j["evidence"].empty());
+  // A store with the node's diagnosis: node data, no general-guidance statement.
+  EXPECT_EQ(j["node_data"], true);
+  EXPECT_EQ(j["node_data_statement"], "");
+  EXPECT_EQ(j["answer"].get<std::string>().find("No node data"), std::string::npos);
+}
+
+// No --store and no store at the default path (a machine without the agent): the knowledge
+// base answers, and says first that it knows nothing of the node.
+TEST_F(CliAsk, DefaultStoreAbsentAnswersFromTheKnowledgeBaseAndSaysSo) {
+  const std::filesystem::path default_store = "/var/lib/faultline/faultline.db";
+  if (std::filesystem::exists(default_store)) GTEST_SKIP() << default_store << " exists on this machine";
+  const std::string base = "ask --node gpu-7 --kb " + kb_ + " ";
+  Ran r = RunFaultline(base + "'what confirms that a GPU fell off the bus?'");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("No node data (no store at /var/lib/faultline/faultline.db): this is general guidance from "
+                        "the knowledge base, not a diagnosis of node gpu-7.\n",
+                        0),
+            0u)
+      << r.out;
+  for (const char* diagnosis_part : {"What failed", "Evidence:", "Ruled out", "What to do", "[obs:"}) {
+    EXPECT_EQ(r.out.find(diagnosis_part), std::string::npos) << diagnosis_part << "\n" << r.out;
+  }
+  const bool kb = r.out.find("[kb:runbook/gpu_fell_off_bus") != std::string::npos;
+  const bool said = r.out.find("knowledge base") != std::string::npos;
+  EXPECT_TRUE(kb || said) << r.out;
+  EXPECT_NE(r.out.find("faultline ask --store P"), std::string::npos) << r.out;  // how to get a diagnosis
+  EXPECT_FALSE(std::filesystem::exists(default_store));                          // never created
+
+  Ran j = RunFaultline(base + "--json 'what confirms that a GPU fell off the bus?'");
+  ASSERT_EQ(j.rc, 0) << j.out;
+  Json parsed = Json::parse(j.out, nullptr, false);
+  ASSERT_FALSE(parsed.is_discarded()) << j.out;
+  EXPECT_EQ(parsed["node_data"], false);
+  EXPECT_EQ(parsed["node_data_statement"].get<std::string>().rfind("No node data (no store at ", 0), 0u);
+  EXPECT_EQ(parsed["answer"].get<std::string>().rfind(parsed["node_data_statement"].get<std::string>(), 0), 0u);
+  EXPECT_TRUE(parsed["primary"].is_null());
+  EXPECT_TRUE(parsed["diagnosis_id"].is_null());
+  EXPECT_TRUE(parsed["evidence"].empty());
+  EXPECT_EQ(parsed["node"], "gpu-7");
+}
+
+// A --store that does not exist is a mistake to report, not a reason to answer without it.
+TEST_F(CliAsk, GivenStoreMissingIsAnError) {
+  Ran r = RunFaultline("ask --store " + (dir_ / "typo.db").string() + " --node gpu-7 --kb " + kb_ + " 'q'");
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_NE(r.out.find("no store at " + (dir_ / "typo.db").string()), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("No node data"), std::string::npos) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "typo.db"));
+  // Also when it names the default path.
+  if (!std::filesystem::exists("/var/lib/faultline/faultline.db")) {
+    EXPECT_EQ(RunFaultline("ask --store /var/lib/faultline/faultline.db 'q'").rc, 2);
+  }
+}
+
+// A store with no rows for the node (a fresh one, or the wrong --node): the knowledge base
+// answers with the statement, also to a model, whose node tools then answer so.
+TEST_F(CliAsk, StoreWithoutTheNodesRowsAnswersFromTheKnowledgeBase) {
+  const std::string empty = (dir_ / "empty.db").string();
+  {
+    auto store = Store::Open(empty);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    ASSERT_TRUE((*store)->Close().ok());
+  }
+  Ran r = RunFaultline("ask --store " + empty + " --node gpu-7 --kb " + kb_ + " 'why did the GPU fall off the bus?'");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("No node data (the store has no rows for node gpu-7): this is general guidance", 0), 0u)
+      << r.out;
+  EXPECT_EQ(r.out.find("What failed"), std::string::npos) << r.out;
+  // The incident store, asked about a node it never heard from.
+  Ran other = RunFaultline("ask --store " + path_ + " --node gpu-8 --kb " + kb_ + " --json 'what failed?'");
+  ASSERT_EQ(other.rc, 0) << other.out;
+  Json j = Json::parse(other.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << other.out;
+  EXPECT_EQ(j["node_data"], false);
+  EXPECT_NE(j["node_data_statement"].get<std::string>().find("no rows for node gpu-8"), std::string::npos);
+  EXPECT_TRUE(j["primary"].is_null());
+  EXPECT_TRUE(j["evidence"].empty());
+
+  FakeLlmServer server([](const Json&, size_t i) {
+    if (i == 0) return ScriptedReply{200, ToolCallsReply({{"get_diagnoses", "{}"}}), 0};
+    return ScriptedReply{200, TextReply("In general, a GPU that fell off the bus needs a drain and a reboot."), 0};
+  });
+  Ran m = RunFaultline("ask --store " + empty + " --node gpu-7 --kb " + kb_ + " --no-record --llm-url " +
+                       server.BaseUrl() + " --llm-model scripted 'what failed?'");
+  ASSERT_EQ(m.rc, 0) << m.out;
+  EXPECT_EQ(m.out.rfind("No node data (the store has no rows for node gpu-7)", 0), 0u) << m.out;
+  EXPECT_NE(m.out.find("In general, a GPU that fell off the bus"), std::string::npos) << m.out;
+  auto bodies = server.Bodies();
+  ASSERT_EQ(bodies.size(), 2u);
+  const Json first = Json::parse(bodies[0]);
+  EXPECT_NE(first["messages"][0]["content"].get<std::string>().find("no data about this node here"), std::string::npos);
+  const Json second = Json::parse(bodies[1]);
+  const Json tool = Json::parse(second["messages"].back()["content"].get<std::string>());
+  EXPECT_EQ(tool["ok"], false);
+  EXPECT_NE(tool["error"].get<std::string>().find("no node data"), std::string::npos) << tool;
 }
 
 TEST_F(CliAsk, WithAScriptedModelTheTranscriptIsStored) {

@@ -80,6 +80,7 @@ TEST(AssistantOffline, HealthyNodeHasNothingToAnswerFor) {
   EXPECT_NE(a.text.find("nothing diagnosed for this node"), std::string::npos) << a.text;
   EXPECT_NE(a.text.find("nothing to act on"), std::string::npos);
   EXPECT_FALSE(a.diagnosis_id.has_value());
+  EXPECT_TRUE(a.no_node_data.empty()) << a.no_node_data;  // a healthy node's rows are node data
 }
 
 TEST(AssistantOffline, WindowAsksTheIsolatorOverThatWindow) {
@@ -119,6 +120,80 @@ TEST(AssistantOffline, AnswerJsonCarriesTheSameFacts) {
   EXPECT_EQ(j["evidence"].size(), a.evidence.size());
   EXPECT_EQ(j["runbooks"].size(), a.runbooks.size());
   EXPECT_TRUE(j["proposals"].empty());
+}
+
+// Without a store: the question's runbook sections, said plainly to be general guidance
+// first, and nothing about the node (no diagnosis, evidence, ruled-out layers or action).
+TEST(AssistantOffline, WithoutAStoreAnswersGeneralGuidanceAndSaysSoFirst) {
+  FixedRetriever kb(Runbooks());
+  ToolContext ctx;
+  ctx.node = kNode;
+  ctx.retriever = &kb;
+  ctx.no_store_reason = "no store at /nonexistent/faultline.db";
+  Toolbox tools(ctx);
+  AskAnswer a = AskOffline(tools, {"what confirms that a GPU fell off the bus?"});
+  const std::string statement =
+      "No node data (no store at /nonexistent/faultline.db): this is general guidance from the knowledge base, not a "
+      "diagnosis of node gpu-7.";
+  EXPECT_EQ(a.node_data_statement, statement);
+  EXPECT_EQ(a.no_node_data, "no store at /nonexistent/faultline.db");
+  EXPECT_EQ(a.text.rfind(statement + "\n", 0), 0u) << a.text;
+  EXPECT_EQ(a.mode, "offline");
+  EXPECT_FALSE(a.primary.has_value());
+  EXPECT_FALSE(a.diagnosis_id.has_value());
+  EXPECT_TRUE(a.evidence.empty());
+  ASSERT_FALSE(a.runbooks.empty());
+  EXPECT_EQ(a.runbooks.front().doc_id.rfind("runbook/gpu_fell_off_bus", 0), 0u);
+  EXPECT_NE(a.text.find("[kb:" + a.runbooks.front().doc_id + "]"), std::string::npos);
+  // The question alone was searched: no fault class was added to it.
+  EXPECT_EQ(kb.last_query, "what confirms that a GPU fell off the bus?");
+  for (const char* diagnosis_part : {"What failed", "Where:", "Evidence:", "Ruled out", "What to do", "recommended"}) {
+    EXPECT_EQ(a.text.find(diagnosis_part), std::string::npos) << diagnosis_part << "\n" << a.text;
+  }
+  Json j = AnswerJson(a);
+  EXPECT_EQ(j["node_data"], false);
+  EXPECT_EQ(j["node_data_statement"], statement);
+  EXPECT_TRUE(j["primary"].is_null());
+  EXPECT_TRUE(j["evidence"].empty());
+  EXPECT_FALSE(j["runbooks"].empty());
+  // No knowledge base either: still no invented diagnosis, and it says what is missing.
+  ctx.retriever = nullptr;
+  ctx.no_store_reason.clear();
+  AskAnswer bare = AskOffline(Toolbox(ctx), {"why is this node slow?"});
+  EXPECT_EQ(bare.text.rfind("No node data (no store is open)", 0), 0u) << bare.text;
+  EXPECT_NE(bare.text.find("no knowledge base in this build"), std::string::npos) << bare.text;
+  EXPECT_FALSE(bare.primary.has_value());
+}
+
+// A store holding nothing of the node (an empty store, or another node's): the same.
+TEST(AssistantOffline, StoreWithoutTheNodesRowsIsGeneralGuidance) {
+  FixedRetriever kb(Runbooks());
+  auto empty = OpenStore();
+  Toolbox on_empty(Context(*empty, &kb));
+  AskAnswer a = AskOffline(on_empty, {"GPU fell off the bus: safe actions?"});
+  EXPECT_EQ(a.no_node_data, "the store has no rows for node gpu-7");
+  EXPECT_EQ(a.text.rfind("No node data (the store has no rows for node gpu-7): this is general guidance", 0), 0u)
+      << a.text;
+  EXPECT_FALSE(a.primary.has_value());
+  EXPECT_FALSE(a.runbooks.empty());
+  EXPECT_EQ(a.text.find("nothing diagnosed"), std::string::npos) << a.text;  // not a verdict on the node
+
+  auto filled = OpenStore();
+  ASSERT_TRUE(FillStore(*filled, IncidentKernelLines(), IncidentSel()).diagnosis_stored);
+  ToolContext other = Context(*filled, &kb);
+  other.node = "gpu-8";
+  AskAnswer b = AskOffline(Toolbox(other), {"why did it fail?"});
+  EXPECT_EQ(b.no_node_data, "the store has no rows for node gpu-8");
+  EXPECT_FALSE(b.primary.has_value());
+  EXPECT_TRUE(b.evidence.empty());
+  // The node with rows: the diagnosis, as always, and no statement.
+  AskAnswer c = AskOffline(Toolbox(Context(*filled, &kb)), {"why did it fail?"});
+  EXPECT_TRUE(c.no_node_data.empty());
+  EXPECT_TRUE(c.node_data_statement.empty());
+  EXPECT_TRUE(c.primary.has_value());
+  EXPECT_EQ(c.text.find("No node data"), std::string::npos);
+  EXPECT_EQ(AnswerJson(c)["node_data"], true);
+  EXPECT_EQ(AnswerJson(c)["node_data_statement"], "");
 }
 
 }  // namespace

@@ -276,5 +276,46 @@ TEST_F(AssistantTools, ProposeActionToolReportsTheVerdict) {
   EXPECT_EQ(j["data"]["accepted_as_request"], false);
 }
 
+// Without node data the node's tools say so instead of answering empty lists a model could
+// read as a healthy node, proposals are refused, and the runbooks still answer.
+TEST_F(AssistantTools, WithoutNodeDataOnlySearchKbAnswers) {
+  ToolContext none;
+  none.node = kNode;
+  none.retriever = &kb_;
+  none.no_store_reason = "no store at /nonexistent.db";
+  Toolbox no_store(none);
+  ToolContext other = Context(*store_, &kb_);
+  other.node = "gpu-8";  // the store has nothing of it
+  Toolbox no_rows(other);
+  struct Case {
+    const Toolbox* tools;
+    std::string expect;
+  };
+  for (const Case& c : {Case{&no_store, "no store (no store at /nonexistent.db)"},
+                        Case{&no_rows, "no node data (the store has no rows for node gpu-8)"}}) {
+    for (const char* tool : {"get_diagnoses", "get_observations", "why_slow"}) {
+      ToolResult r = c.tools->Call(tool, "{}");
+      EXPECT_TRUE(r.error) << tool;
+      Json j = Json::parse(r.content);
+      EXPECT_EQ(j["ok"], false);
+      EXPECT_NE(j["error"].get<std::string>().find(c.expect), std::string::npos) << j.dump();
+      EXPECT_NE(j["error"].get<std::string>().find("general guidance"), std::string::npos) << j.dump();
+    }
+    ToolResult p = c.tools->Call("propose_action", R"({"action":"drain","component":"gpu/0000:3b:00.0","reason":"r"})");
+    ASSERT_TRUE(p.proposal.has_value());
+    EXPECT_FALSE(p.proposal->accepted);
+    EXPECT_NE(p.proposal->why.find("no stored diagnosis can recommend"), std::string::npos) << p.proposal->why;
+    ToolResult k = c.tools->Call("search_kb", R"({"query":"GPU fell off the bus"})");
+    EXPECT_FALSE(k.error) << k.content;
+    EXPECT_FALSE(k.kb_hits.empty());
+    // Bad arguments are still reported as such.
+    EXPECT_NE(c.tools->Call("get_observations", R"({"limit":"all"})").content.find("must be an integer"),
+              std::string::npos);
+  }
+  EXPECT_EQ(NodeDataGap(none), "no store at /nonexistent.db");
+  EXPECT_EQ(NodeDataGap(other), "the store has no rows for node gpu-8");
+  EXPECT_EQ(NodeDataGap(Context(*store_, &kb_)), "");
+}
+
 }  // namespace
 }  // namespace faultline::assistant

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "../policy/policy_fakes.h"
+#include "blocking_actuator.h"
 #include "daemon/agent.h"
 #include "store/store.h"
 #include "test_util.h"
@@ -35,6 +36,10 @@ constexpr char kUserXid[] =
     "[  121.500000] python3[4242]: segfault at 0 ip 00007f3a2c1b2e10 sp 00007ffd1e8a9c40 error 4 in "
     "libtorch_cuda.so[7f3a2a000000+2e00000]\n";
 
+// The same GPU falls off the bus after the program's fault (later than kUserXid).
+constexpr char kFellOffBusLater[] =
+    "[  130.000001] NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n";
+
 using actions::ActionClass;
 
 class AgentRemediation : public ::testing::Test {
@@ -44,8 +49,8 @@ class AgentRemediation : public ::testing::Test {
     config_.kmsg.enabled = true;
     config_.kmsg.path = dir_.File("kern.log");
   }
-  // An agent whose actuators are the fakes over `platform_`.
-  std::unique_ptr<Agent> NewAgent(FakeActuator& actuator) {
+  // An agent whose actuators are the fakes over `platform_` (or `actuator`).
+  std::unique_ptr<Agent> NewAgent(actions::Actuator& actuator) {
     auto agent = Agent::Create(config_, clock_, logger_);
     EXPECT_TRUE(agent.ok()) << agent.status().ToString();
     if (!agent.ok()) return nullptr;
@@ -188,6 +193,58 @@ TEST_F(AgentRemediation, ANewDiagnosisGetsOneIncidentNoteWithItsEvidenceAndRunbo
     EXPECT_NE(all.find("runbook/gpu_fell_off_bus"), std::string::npos) << all.substr(0, 2000);
   }
   EXPECT_EQ(notes, 1);
+}
+
+// The daemon (Start / Stop): actions run on the remediation worker. A webhook whose endpoint
+// hangs holds neither the next fault's diagnosis nor the agent's stop, and the decision it
+// left "decided" is finished at the next start. Asserted on the order of events, not on time.
+TEST_F(AgentRemediation, AHungWebhookHoldsNeitherTheNextDiagnosisNorTheStop) {
+  config_.policy.enable = {ActionClass::kWebhook, ActionClass::kNotifyUser};
+  config_.policy.webhook_url = "https://hooks.example/faultline";
+  config_.policy.settle_ns = 0;  // the fake clock stands still: act on a diagnosis at once
+  auto events = std::make_shared<testing::EventLog>();
+  testing::BlockingActuator hook(events, {ActionClass::kWebhook, ActionClass::kNotifyUser});
+  auto agent = NewAgent(hook);
+  ASSERT_NE(agent, nullptr);
+  agent->SetEvaluationListener([events](const EvaluateResult& r, int64_t) {
+    if (r.diagnosis_stored) events->Add("diagnosis " + std::string(ToString(r.diagnoses.front().fault_class)));
+  });
+  agent->Start();
+  AppendText(config_.kmsg.path, kUserXid);  // the job's owner is told: that webhook hangs
+  ASSERT_TRUE(events->WaitForCount("apply ", 1)) << events->Joined() << "\n" << log_.str();
+  AppendText(config_.kmsg.path, kFellOffBusLater);
+  ASSERT_TRUE(events->WaitFor("diagnosis gpu_fell_off_bus")) << events->Joined() << "\n" << log_.str();
+  ASSERT_TRUE(agent->Stop().ok());
+  events->Add("stopped");
+  EXPECT_NE(log_.str().find("stopping without waiting for an action still running"), std::string::npos) << log_.str();
+  const auto latest = LatestStates();
+  ASSERT_TRUE(latest.count("notify_user")) << log_.str();
+  EXPECT_EQ(latest.at("notify_user"), "decided");
+
+  // The next start sends it again (a webhook cannot tell whether it went) and finishes it.
+  FakeActuator again(platform_, {ActionClass::kWebhook, ActionClass::kNotifyUser}, false);
+  auto restarted = NewAgent(again);
+  ASSERT_NE(restarted, nullptr);
+  ASSERT_TRUE(restarted->RunOnce().ok());
+  ASSERT_TRUE(restarted->Stop().ok());
+  EXPECT_EQ(LatestStates().at("notify_user"), "done");
+
+  // Only now does the hung endpoint answer; the abandoned call returns into a closed store.
+  events->Open();
+  ASSERT_TRUE(events->WaitForCount("applied ", 1)) << events->Joined();
+  const std::vector<std::string> seen = events->events();
+  std::vector<std::string> order;
+  for (const std::string& e : seen) {
+    if (e.starts_with("apply "))
+      order.push_back("apply");
+    else if (e.starts_with("applied "))
+      order.push_back("applied");
+    else
+      order.push_back(e);
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"diagnosis user_application", "apply", "diagnosis gpu_fell_off_bus",
+                                             "stopped", "applied"}))
+      << events->Joined();
 }
 
 TEST_F(AgentRemediation, ABadPolicyKeepsTheAgentFromStartingCleanly) {

@@ -142,6 +142,25 @@ TEST_F(FabricPresentState, PeggedCountersAreNoticed) {
   EXPECT_EQ(Attr(*downed, "counter_max"), "255");
 }
 
+// Seen on a healthy H100 node: excessive_buffer_overrun_errors (4 bits) reads 15 on every
+// InfiniBand port. One note for the node, not a pegged-counter finding per port; the
+// Ethernet NICs (reading 0) are not InfiniBand ports and do not break the agreement.
+TEST_F(FabricPresentState, ACounterPeggedOnEveryPortIsOneNote) {
+  Make({});
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_TRUE(tree_->SetIbCounter("mlx5_" + std::to_string(i), "excessive_buffer_overrun_errors", 15).ok());
+  }
+  auto fs = OneShot();
+  ASSERT_EQ(fs.size(), 1u) << Dump(fs);
+  EXPECT_EQ(fs[0].fault_class, FaultClass::kNone);
+  EXPECT_EQ(fs[0].severity, Severity::kInfo);
+  EXPECT_EQ(Attr(fs[0], "counter"), "excessive_buffer_overrun_errors");
+  EXPECT_EQ(Attr(fs[0], "value"), "15");
+  EXPECT_EQ(Attr(fs[0], "counter_max"), "15");
+  EXPECT_EQ(Attr(fs[0], "ports"), "8");
+  EXPECT_NE(fs[0].summary.find("reads 15 on all 8 InfiniBand ports"), std::string::npos) << fs[0].summary;
+}
+
 TEST_F(FabricPresentState, PcieFunctionSlowerThanItsSiblingsEvenWhenItsMaxAgrees) {
   Make({});
   const std::vector<std::string> gpus = tree_->Bdfs("gpu");

@@ -71,6 +71,11 @@ class FindingBuilder {
     f_.summary = std::move(s);
     return *this;
   }
+  // Where every evidence line came from (default: the kernel log).
+  FindingBuilder& From(Source source) {
+    for (Evidence& e : f_.evidence) e.source = source;
+    return *this;
+  }
   FindingBuilder& NoEvidence() {
     f_.evidence.clear();
     return *this;

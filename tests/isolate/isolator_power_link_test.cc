@@ -168,6 +168,41 @@ TEST(IsolateFatalLink, ALinkSeenDownOnlyAfterTheFallIsItsConsequence) {
   EXPECT_FALSE(HasClass(ds, FaultClass::kGpuFellOffBus));
 }
 
+// In real time the polls land in any order: a sysfs poll may read the link at width 0 (or
+// its fatal AER counter) a fraction of a second after XID 79, inside the kernel's print-order
+// lag. A polled reading is stamped when the poll ran: it is the fall's consequence, whatever
+// the order, unless it was seen before the fall.
+TEST(IsolateFatalLink, APolledLinkReadingJustAfterTheFallIsItsConsequence) {
+  for (Source polled : {Source::kSysfs, Source::kNvml}) {
+    for (int64_t after : {int64_t{1}, kSec / 10, kSec / 2, kSec - 1}) {
+      SCOPED_TRACE(std::string(ToString(polled)) + " +" + std::to_string(after) + " ns");
+      Finding link = Make(Layer::kFabric, FaultClass::kPcieLinkDegraded,
+                          Ref(ComponentType::kPcie, "0000:1b:00.0", {{"bdf", "0000:1b:00.0"}}), kT0 + after)
+                         .Sev(Severity::kCritical)
+                         .Act(Action::kReseatOrReplaceLink)
+                         .From(polled);
+      IsolateInput in = AllLayers();
+      in.findings = {OffBus("0000:1b:00.0", kT0), link};
+      auto ds = Isolate(in);
+      ASSERT_FALSE(ds.empty());
+      EXPECT_EQ(ds[0].fault_class, FaultClass::kGpuFellOffBus);
+      EXPECT_EQ(ds[0].action, Action::kDrain);
+    }
+  }
+  // The same reading from a poll before the fall is evidence from before the failure.
+  Finding before = Make(Layer::kFabric, FaultClass::kPcieLinkDegraded,
+                        Ref(ComponentType::kPcie, "0000:1b:00.0", {{"bdf", "0000:1b:00.0"}}), kT0 - 20 * kSec)
+                       .Sev(Severity::kWarning)
+                       .Act(Action::kReseatOrReplaceLink)
+                       .From(Source::kSysfs);
+  IsolateInput in = AllLayers();
+  in.findings = {before, OffBus("0000:1b:00.0", kT0)};
+  auto ds = Isolate(in);
+  ASSERT_FALSE(ds.empty());
+  EXPECT_EQ(ds[0].fault_class, FaultClass::kPcieLinkDegraded);
+  EXPECT_FALSE(HasClass(ds, FaultClass::kGpuFellOffBus));
+}
+
 TEST(IsolateFatalLink, RulesWithTheirOwnWindowAreOnlyThePowerOnes) {
   for (const isolate::CausalRule& r : isolate::CausalRules()) {
     if (r.within_ns == 0) continue;

@@ -43,7 +43,9 @@ class PolicyResolveTest : public ::testing::Test {
   Engine MakeEngine() {
     PolicyConfig c;
     c.enable = {ActionClass::kDrain, ActionClass::kCordon};
-    return Engine(c, *store_, "gpu-7", {&slurm_}, &slurm_);
+    Engine e(c, *store_, "gpu-7", {&slurm_}, &slurm_);
+    e.UseClock(nullptr, [](int64_t) {});  // the breaker's settle wait (policy_breaker_test.cc): no sleeping here
+    return e;
   }
   std::unique_ptr<Store> store_;
   FakeSlurm fake_;

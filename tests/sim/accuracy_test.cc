@@ -66,5 +66,103 @@ TEST(AccuracyScore, NoRunsIsAllZeroNotADivisionByZero) {
   EXPECT_EQ(rep.primary_accuracy, 0);
 }
 
+// One row of the policy's ledger (policy/ledger.h), `t` scenario seconds after `epoch`.
+constexpr int64_t kEpoch = 1'000'000'000'000;
+ActionRecord Row(double t, const std::string& key, const std::string& action_class, const std::string& fault,
+                 const std::string& state, bool dry_run = true) {
+  ActionRecord r;
+  r.time_ns = kEpoch + static_cast<int64_t>(t * 1e9);
+  r.node = "sim-node";
+  r.dry_run = dry_run;
+  r.attrs = {{"key", key}, {"class", action_class}, {"fault", fault}, {"state", state}};
+  return r;
+}
+
+TEST(DecisionScore, ADecisionTakenForAnotherClassIsWrongDryRunOrNot) {
+  const Truth truth{.fault_class = FaultClass::kGpuFellOffBus, .components = {"gpu/7"}, .start_s = 30};
+  const std::vector<ActionRecord> rows = {
+      // Link width 0 read just after the XID 79: a PCIe diagnosis first, drained for (dry run).
+      Row(30.5, "k1", "drain", "pcie_link_degraded|pcie/0000:1b:00.0", "dry_run"),
+      // Its held twin, withdrawn: never taken.
+      Row(30.5, "k2", "rma_bundle", "pcie_link_degraded|pcie/0000:1b:00.0", "held_until_settled"),
+      Row(31.0, "k2", "rma_bundle", "pcie_link_degraded|pcie/0000:1b:00.0", "withdrawn"),
+      // Then the right class: decided, then done (one decision, counted once).
+      Row(32.0, "k3", "drain", "gpu_fell_off_bus|gpu/7", "decided", false),
+      Row(32.5, "k3", "drain", "gpu_fell_off_bus|gpu/7", "done", false),
+      // Refused and superseded decisions are not taken.
+      Row(33.0, "k4", "reset_gpu", "nvlink_down|gpu/7", "refused"),
+      Row(33.0, "k5", "reboot_node", "nvlink_down|gpu/7", "superseded_by_fleet"),
+      // A wrong one carried out for real, failing.
+      Row(34.0, "k6", "reset_gpu", "driver_fault|gpu/7", "failed", false),
+  };
+  const DecisionScore score = ScoreDecisions(rows, truth, kEpoch);
+  EXPECT_EQ(score.taken, 3);
+  EXPECT_EQ(score.wrong, 2);
+  ASSERT_EQ(score.wrong_details.size(), 2u);
+  EXPECT_NE(score.wrong_details[0].find("t=30.5s drain for pcie_link_degraded"), std::string::npos)
+      << score.wrong_details[0];
+  EXPECT_NE(score.wrong_details[0].find("dry run"), std::string::npos);
+  EXPECT_NE(score.wrong_details[1].find("reset_gpu for driver_fault"), std::string::npos) << score.wrong_details[1];
+  ASSERT_TRUE(score.first_correct_s.has_value());
+  EXPECT_DOUBLE_EQ(*score.first_correct_s, 32.0);
+}
+
+TEST(DecisionScore, OnAHealthyNodeOnlyDisruptiveOrBlamingDecisionsAreWrong) {
+  const Truth healthy{.fault_class = FaultClass::kNone};
+  const std::vector<ActionRecord> rows = {
+      Row(10, "w", "webhook", "hbm_sbe_aging|gpu/2", "dry_run"),
+      Row(11, "c", "cordon", "hbm_sbe_aging|gpu/2", "dry_run"),
+      Row(12, "n", "notify_user", "user_application|gpu/2", "done", false),
+      Row(13, "h", "drain", "hbm_sbe_aging|gpu/2", "held_by_cooldown"),
+  };
+  const DecisionScore score = ScoreDecisions(rows, healthy, kEpoch);
+  EXPECT_EQ(score.taken, 3);
+  EXPECT_EQ(score.wrong, 2);
+  EXPECT_FALSE(score.first_correct_s.has_value());  // nothing to decide on a healthy node
+  EXPECT_EQ(ScoreDecisions({}, healthy, kEpoch).taken, 0);
+}
+
+TEST(DecisionScore, FlapsCountChangesAfterTheFirstRealAnswer) {
+  auto change = [](double t, FaultClass c) {
+    DiagnosisChange ch;
+    ch.t = t;
+    ch.primary.fault_class = c;
+    return ch;
+  };
+  EXPECT_EQ(CountFlaps({}), 0);
+  EXPECT_EQ(CountFlaps({change(0, FaultClass::kNone)}), 0);
+  EXPECT_EQ(CountFlaps({change(0, FaultClass::kNone), change(31, FaultClass::kPcieLinkDegraded),
+                        change(32, FaultClass::kGpuFellOffBus)}),
+            1);
+  EXPECT_EQ(CountFlaps({change(0, FaultClass::kNone), change(5, FaultClass::kPowerSupply), change(9, FaultClass::kNone),
+                        change(12, FaultClass::kPowerSupply)}),
+            2);
+}
+
+TEST(DecisionScore, TheReportSumsWrongDecisionsFlapsAndTimeToTheFirstCorrectDecision) {
+  ScenarioRun a = MakeRun("a", FaultClass::kGpuFellOffBus, FaultClass::kGpuFellOffBus, true, 31, 30);
+  a.decisions.wrong = 1;
+  a.decisions.wrong_details = {"t=30.5s drain for pcie_link_degraded|x (dry_run, dry run)"};
+  a.decisions.first_correct_s = 32;
+  a.flaps = 1;
+  ScenarioRun b = MakeRun("a", FaultClass::kGpuFellOffBus, FaultClass::kPcieLinkDegraded, true);
+  b.phase = 2;
+  b.flaps = 3;
+  ScenarioRun c = MakeRun("c", FaultClass::kPowerSupply, FaultClass::kPowerSupply, true, 14, 10);
+  c.decisions.first_correct_s = 16;
+  const AccuracyReport rep = ScoreRuns({a, b, c});
+  EXPECT_EQ(rep.wrong_decisions, 1);
+  ASSERT_EQ(rep.wrong_decision_details.size(), 1u);
+  EXPECT_EQ(rep.wrong_decision_details[0].rfind("a: t=30.5s", 0), 0u) << rep.wrong_decision_details[0];
+  EXPECT_EQ(rep.final_misses, 1);
+  ASSERT_EQ(rep.misses.size(), 1u);
+  EXPECT_EQ(rep.misses[0].rfind("a#2: truth gpu_fell_off_bus", 0), 0u) << rep.misses[0];
+  EXPECT_DOUBLE_EQ(rep.flaps_mean, 4.0 / 3.0);
+  EXPECT_EQ(rep.flaps_max, 3);
+  EXPECT_EQ(rep.decided, 2);
+  EXPECT_DOUBLE_EQ(rep.first_decision_median_s, 4.0);  // {2, 6}
+  EXPECT_DOUBLE_EQ(rep.first_decision_max_s, 6.0);
+}
+
 }  // namespace
 }  // namespace faultline::sim

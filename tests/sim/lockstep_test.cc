@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -238,6 +240,95 @@ TEST_F(LockstepTest, NothingDueIsSkipped) {
   ASSERT_EQ(evaluated_at.size(), 61u);
   for (size_t i = 0; i < evaluated_at.size(); ++i) EXPECT_EQ(evaluated_at[i], 60.0 * static_cast<double>(i));
   EXPECT_EQ(run->agent.poll_failures, 0u);
+}
+
+// Each source's poll times (scenario seconds) in one run, from the agent's own source
+// statuses after every visited tick.
+using PollTimes = std::map<std::string, std::vector<double>>;
+void RecordPolls(LockstepOptions& o, PollTimes& polls) {
+  o.on_tick = [&polls](double t, int64_t, const daemon::Agent& agent) {
+    for (const daemon::SourceStatus& s : agent.SourceStatuses()) {
+      std::vector<double>& at = polls[s.name];
+      while (at.size() < s.polls) at.push_back(t);
+    }
+  };
+}
+
+TEST_F(LockstepTest, PhaseZeroIsTheAlignedLockstep) {
+  // `bench accuracy --phases 1` runs phase 0 only: exactly what the lockstep gave before.
+  ScenarioRun aligned = Run("gpu7-fell-off-bus", 120);
+  options_.phase = 0;
+  options_.phase_jitter = 0.5;  // not used at phase 0
+  ScenarioRun phase0 = Run("gpu7-fell-off-bus", 120);
+  ExpectSameTimeline(aligned, phase0, "phase 0");
+  EXPECT_EQ(aligned.agent.observations_inserted, phase0.agent.observations_inserted);
+  EXPECT_EQ(aligned.agent.evaluations, phase0.agent.evaluations);
+  EXPECT_EQ(aligned.decisions.taken, phase0.decisions.taken);
+  EXPECT_EQ(aligned.decisions.first_correct_s, phase0.decisions.first_correct_s);
+  EXPECT_EQ(aligned.flaps, phase0.flaps);
+  EXPECT_EQ(phase0.phase, 0);
+}
+
+TEST_F(LockstepTest, PhasesDrawTheirOwnScheduleReproducibly) {
+  PollTimes aligned, one, again, two;
+  RecordPolls(options_, aligned);
+  ScenarioRun r0 = Run("gpu7-fell-off-bus", 90);
+  options_.phase = 1;
+  RecordPolls(options_, one);
+  ScenarioRun r1 = Run("gpu7-fell-off-bus", 90);
+  RecordPolls(options_, again);
+  ScenarioRun r1b = Run("gpu7-fell-off-bus", 90);
+  options_.phase = 2;
+  RecordPolls(options_, two);
+  (void)Run("gpu7-fell-off-bus", 90);
+  EXPECT_EQ(r1.phase, 1);
+  // The aligned run polls every source at t = 0 and on multiples of its interval.
+  for (const auto& [name, at] : aligned) {
+    ASSERT_FALSE(at.empty()) << name;
+    EXPECT_EQ(at.front(), 0.0) << name;
+  }
+  // Phase 1: another schedule, the same every time it runs; phase 2 another again.
+  EXPECT_NE(aligned, one);
+  EXPECT_EQ(one, again);
+  EXPECT_NE(one, two);
+  ExpectSameTimeline(r1, r1b, "phase 1 twice");
+  EXPECT_EQ(r1.decisions.taken, r1b.decisions.taken);
+  EXPECT_EQ(r1.agent.evaluations, r1b.agent.evaluations);
+  // Each source's first poll within its first interval, on the tick grid, and each next
+  // one an interval plus at most 20 % of it (rounded to the tick) after the last.
+  const std::map<std::string, double> every = {{"kmsg", 1},  {"workload", 1}, {"nvml", 5},
+                                               {"sysfs", 5}, {"ethernet", 5}, {"redfish", 10}};
+  bool some_late = false, some_phased = false;
+  for (const auto& [name, at] : one) {
+    const double interval = every.count(name) ? every.at(name) : 1.0;
+    ASSERT_FALSE(at.empty()) << name;
+    EXPECT_LT(at.front(), interval) << name;
+    EXPECT_EQ(at.front() / 0.25, std::floor(at.front() / 0.25)) << name;
+    some_phased = some_phased || at.front() > 0;
+    for (size_t i = 1; i < at.size(); ++i) {
+      const double gap = at[i] - at[i - 1];
+      EXPECT_GE(gap, interval) << name << " poll " << i;
+      EXPECT_LE(gap, interval * 1.2 + 0.25) << name << " poll " << i;
+      some_late = some_late || gap > interval;
+    }
+  }
+  EXPECT_TRUE(some_phased);
+  EXPECT_TRUE(some_late);
+  // The daemon's evaluation schedule: on its 1 s interval (and at critical batches), not
+  // after every poll.
+  EXPECT_LE(r1.agent.evaluations, r0.agent.evaluations);
+  EXPECT_NE(PhaseSeed("gpu7-fell-off-bus", 1), PhaseSeed("gpu7-fell-off-bus", 2));
+  EXPECT_NE(PhaseSeed("gpu7-fell-off-bus", 1), PhaseSeed("gpu6-cold-plate-blocked", 1));
+}
+
+TEST_F(LockstepTest, TheRunsDecisionsAreReadFromTheStore) {
+  // A GPU lost from the bus: the default policy (every class a dry run) decides for it.
+  ScenarioRun r = Run("gpu7-fell-off-bus", 240);
+  EXPECT_GT(r.decisions.taken, 0);
+  EXPECT_EQ(r.decisions.wrong, 0) << (r.decisions.wrong_details.empty() ? "" : r.decisions.wrong_details.front());
+  ASSERT_TRUE(r.decisions.first_correct_s.has_value());
+  EXPECT_GE(*r.decisions.first_correct_s, r.truth.start_s);
+  EXPECT_EQ(r.flaps, CountFlaps(r.changes));
 }
 
 // Every entry directly under `dir`, by name.

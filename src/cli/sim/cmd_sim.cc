@@ -12,6 +12,7 @@
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <thread>
 
 #include "cli/render.h"
@@ -42,6 +43,7 @@ std::string Seconds(double s) {
 nlohmann::json RunJson(const ScenarioRun& r) {
   nlohmann::json j;
   j["scenario"] = r.name;
+  j["phase"] = r.phase;
   j["truth"] = {
       {"fault_class", ToString(r.truth.fault_class)}, {"components", r.truth.components}, {"start_s", r.truth.start_s}};
   j["final"] = r.final_diagnoses.empty() ? nlohmann::json() : nlohmann::json(r.final_diagnoses.front());
@@ -57,6 +59,12 @@ nlohmann::json RunJson(const ScenarioRun& r) {
   }
   j["changes"] = std::move(changes);
   j["wrong_hardware_actions"] = r.wrong_hardware_actions;
+  j["flaps"] = r.flaps;
+  j["decisions"] = {{"taken", r.decisions.taken},
+                    {"wrong", r.decisions.wrong},
+                    {"wrong_details", r.decisions.wrong_details},
+                    {"first_correct_s",
+                     r.decisions.first_correct_s ? nlohmann::json(*r.decisions.first_correct_s) : nlohmann::json()}};
   j["wall_s"] = r.wall_s;
   j["observations_stored"] = r.agent.observations_inserted;
   j["sim_errors"] = r.node.errors;
@@ -224,19 +232,30 @@ struct AccuracyArgs {
   std::string filter;
   std::string nvml_lib;
   std::string workdir;
+  int phases = 1;
   bool json = false;
   bool keep = false;
 };
 
 void PrintReport(const sim::AccuracyReport& rep, const std::vector<ScenarioRun>& runs) {
-  std::cout << "scenarios: " << rep.scenarios << "\n\nper scenario:\n";
+  std::set<std::string> names;
+  for (const ScenarioRun& r : runs) names.insert(r.name);
+  std::cout << "scenarios: " << names.size();
+  if (names.size() != runs.size()) std::cout << ", runs: " << rep.scenarios << " (name#k: phase k)";
+  std::cout << "\n\nper scenario:\n";
   for (const ScenarioRun& r : runs) {
     const std::string got =
         r.final_diagnoses.empty() ? "(none)" : std::string(ToString(r.final_diagnoses[0].fault_class));
+    const double start = r.truth.start_s;
     std::cout << "  " << (r.final_correct_class && r.final_correct_component ? "ok   " : "MISS ") << std::left
-              << std::setw(40) << r.name << std::setw(22) << got
-              << (r.first_correct_s ? "ttd " + Seconds(std::max(0.0, *r.first_correct_s - r.truth.start_s)) : "")
-              << std::right << "\n";
+              << std::setw(42) << sim::RunLabel(r) << std::setw(22) << got << std::setw(11)
+              << (r.first_correct_s ? "ttd " + Seconds(std::max(0.0, *r.first_correct_s - start)) : "") << std::setw(16)
+              << (r.decisions.first_correct_s
+                      ? "decision " + Seconds(std::max(0.0, *r.decisions.first_correct_s - start))
+                      : "")
+              << "flaps " << std::setw(3) << r.flaps
+              << (r.decisions.wrong ? " WRONG DECISIONS " + std::to_string(r.decisions.wrong) : "") << std::right
+              << "\n";
   }
   std::cout << "\nconfusion matrix (rows: truth, columns: final primary diagnosis):\n";
   for (const auto& [truth, row] : rep.confusion) {
@@ -259,7 +278,14 @@ void PrintReport(const sim::AccuracyReport& rep, const std::vector<ScenarioRun>&
             << " ms, max " << rep.agent_tick_ms_max << " ms"
             << "\nwrong hardware actions: " << rep.wrong_hardware_actions << "\n";
   for (const std::string& w : rep.wrong_action_details) std::cout << "  " << w << "\n";
+  std::cout << "decisions for a wrong diagnosis: " << rep.wrong_decisions << " (taken, dry runs included)\n";
+  for (const std::string& w : rep.wrong_decision_details) std::cout << "  " << w << "\n";
+  std::cout << "final misses: " << rep.final_misses << " of " << rep.scenarios << " runs\n";
   for (const std::string& m : rep.misses) std::cout << "  miss: " << m << "\n";
+  std::cout << std::setprecision(2) << "flaps: mean " << rep.flaps_mean << ", max " << rep.flaps_max
+            << " (primary changes after the first non-none primary)\n"
+            << "first correct decision: median " << Seconds(rep.first_decision_median_s) << ", max "
+            << Seconds(rep.first_decision_max_s) << " after the fault began (" << rep.decided << " runs decided)\n";
 }
 
 nlohmann::json ReportJson(const sim::AccuracyReport& rep, const std::vector<ScenarioRun>& runs) {
@@ -284,6 +310,12 @@ nlohmann::json ReportJson(const sim::AccuracyReport& rep, const std::vector<Scen
           {"wrong_hardware_actions", rep.wrong_hardware_actions},
           {"wrong_action_details", rep.wrong_action_details},
           {"misses", rep.misses},
+          {"final_misses", rep.final_misses},
+          {"wrong_decisions", rep.wrong_decisions},
+          {"wrong_decision_details", rep.wrong_decision_details},
+          {"flaps", {{"mean", rep.flaps_mean}, {"max", rep.flaps_max}}},
+          {"first_correct_decision_s",
+           {{"median", rep.first_decision_median_s}, {"max", rep.first_decision_max_s}, {"decided", rep.decided}}},
           {"runs", scenario_runs}};
 }
 
@@ -304,7 +336,7 @@ int RunAccuracy(const AccuracyArgs& a) {
     std::cerr << "faultline bench accuracy: " << workdir.status().message() << "\n";
     return kExitUsage;
   }
-  const LockstepOptions o = LockstepFor(workdir->path, a.nvml_lib, a.keep);
+  LockstepOptions o = LockstepFor(workdir->path, a.nvml_lib, a.keep);
   std::vector<ScenarioRun> runs;
   int failed = 0;
   for (const fs::path& f : files) {
@@ -314,15 +346,21 @@ int RunAccuracy(const AccuracyArgs& a) {
       ++failed;
       continue;
     }
-    auto run = sim::RunScenarioLockstep(*sc, o);
-    if (!run.ok()) {
-      std::cerr << "faultline bench accuracy: " << f.string() << ": " << run.status().ToString() << "\n";
-      ++failed;
-      continue;
+    // Phase 0 is the aligned lockstep; each further phase the same scenario on a
+    // schedule drawn from its name and the phase (LockstepOptions::phase).
+    for (int k = 0; k < a.phases; ++k) {
+      o.phase = k;
+      auto run = sim::RunScenarioLockstep(*sc, o);
+      if (!run.ok()) {
+        std::cerr << "faultline bench accuracy: " << f.string() << " phase " << k << ": " << run.status().ToString()
+                  << "\n";
+        ++failed;
+        continue;
+      }
+      std::cerr << (run->final_correct_class && run->final_correct_component ? "ok   " : "MISS ") << sim::RunLabel(*run)
+                << " (" << Seconds(run->wall_s) << " wall)\n";
+      runs.push_back(std::move(run).value());
     }
-    std::cerr << (run->final_correct_class && run->final_correct_component ? "ok   " : "MISS ") << sc->name << " ("
-              << Seconds(run->wall_s) << " wall)\n";
-    runs.push_back(std::move(run).value());
   }
   if (!a.keep) sim::RemoveIfCreated(*workdir);
   const sim::AccuracyReport rep = sim::ScoreRuns(runs);
@@ -391,10 +429,21 @@ void AddSimCommand(CliApp& app) {
       "accuracy",
       "Run every scenario in a directory through the simulator and the agent and score the diagnoses:\n"
       "confusion matrix, per-class precision/recall/F1, macro-F1, component accuracy, time from fault to\n"
-      "diagnosis, wrong hardware actions (cordon/drain/RMA on a non-hardware cause or the wrong part).");
+      "diagnosis, wrong hardware actions (cordon/drain/RMA on a non-hardware cause or the wrong part),\n"
+      "and the decision timeline: policy decisions taken (dry runs too) for a diagnosis of the wrong class,\n"
+      "flaps of the primary diagnosis, time from fault to the first correct decision.\n"
+      "  --phases N: run each scenario N times, the first in the aligned lockstep, the others with each\n"
+      "  source's polls at a random phase and jitter and the daemon's evaluation schedule, as in real time.\n"
+      "Scenario format and the figures: docs/scenarios.md.");
   bench->add_option("--scenarios", acc->dir, "Directory of scenario files")->required();
   bench->add_option("--filter", acc->filter, "Only scenario files whose name contains this");
   AddRunOptions(bench, acc->workdir, acc->nvml_lib, acc->keep);
+  bench
+      ->add_option("--phases", acc->phases,
+                   "Runs per scenario (default 1: the aligned lockstep only). Run k > 0 draws, from the\n"
+                   "scenario's name and k, each source's first-poll phase in [0, interval) and a per-poll\n"
+                   "jitter of up to 20 % of the interval, and evaluates as the daemon does")
+      ->check(CLI::Range(1, 1000));
   bench->add_flag("--json", acc->json, "The report as JSON (with every run's timeline)");
   bench->callback([&app, acc] { app.exit_code = RunAccuracy(*acc); });
 }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -89,6 +91,20 @@ std::string FirstSummary(const Node& n) {
   return "";
 }
 
+// The worst step-time ratio the slow-step findings of `n` report (the workload detector's
+// "ratio" fact); 0 when none says (a slowdown the caller reported carries no figure).
+double SlowdownRatio(const Node& n) {
+  double worst = 0;
+  for (const Finding* f : n.members) {
+    auto it = f->attrs.find("ratio");
+    if (it == f->attrs.end()) continue;
+    char* end = nullptr;
+    const double r = std::strtod(it->second.c_str(), &end);
+    if (end != it->second.c_str() && std::isfinite(r)) worst = std::max(worst, r);
+  }
+  return worst;
+}
+
 std::string Describe(const Node& n) {
   std::string when = n.first_ns == 0 ? "" : " from " + FormatIso8601(n.first_ns);
   if (n.slowdown) {
@@ -172,6 +188,7 @@ RankedDiagnosis RootDiagnosis(const std::vector<Node>& nodes, int root_index, co
     const Node& n = nodes[static_cast<size_t>(i)];
     d.explains.push_back(Describe(n));
     out.answers_slowdown = out.answers_slowdown || n.slowdown;
+    if (n.slowdown) d.slowdown_ratio = std::max(d.slowdown_ratio, SlowdownRatio(n));
   }
   d.summary = RootSummary(root, below.size(), low_urgency, dropped);
   return out;
@@ -191,6 +208,7 @@ RankedDiagnosis WorkloadDiagnosis(const std::vector<Node>& nodes, const std::vec
   d.confidence = std::min(0.4 + 0.125 * static_cast<double>(ruled_out_layers), 0.9);
   if (hardware_in_window) d.confidence -= 0.1;
   SpanOf(nodes, slowdowns, d);
+  for (int i : slowdowns) d.slowdown_ratio = std::max(d.slowdown_ratio, SlowdownRatio(nodes[static_cast<size_t>(i)]));
   for (int i : slowdowns) AppendEvidence(nodes[static_cast<size_t>(i)], d.evidence);
   const size_t dropped = SortAndCap(d.evidence, options.max_evidence);
   d.summary = hardware_in_window ? "no hardware or fabric cause lines up with the slowdown; suspect the workload"

@@ -56,6 +56,15 @@ int64_t SortKey(int64_t ns) { return ns == 0 ? std::numeric_limits<int64_t>::max
 
 int64_t NonNegative(int64_t v) { return std::max<int64_t>(v, 0); }
 
+// Every evidence line of `f` came from the kernel log (kmsg, or a saved kernel log).
+bool LoggedOnly(const Finding& f) {
+  if (f.evidence.empty()) return false;
+  for (const Evidence& e : f.evidence) {
+    if (e.source != Source::kKmsg) return false;
+  }
+  return true;
+}
+
 Node NodeFrom(const Finding& f) {
   Node n;
   n.members.push_back(&f);
@@ -68,6 +77,7 @@ Node NodeFrom(const Finding& f) {
   n.first_ns = f.first_ns;
   n.last_ns = std::max(f.first_ns, f.last_ns);
   n.skew_ns = DeclaredSkew(f);
+  if (LoggedOnly(f)) n.first_logged_ns = f.first_ns;
   n.severity = f.severity;
   n.action = f.action;
   n.confidence = f.confidence;
@@ -125,6 +135,9 @@ void Absorb(Node& into, Node&& from) {
   if (into.first_ns == 0 || (from.first_ns != 0 && from.first_ns < into.first_ns)) into.first_ns = from.first_ns;
   into.last_ns = std::max(into.last_ns, from.last_ns);
   into.skew_ns = std::max(into.skew_ns, from.skew_ns);
+  if (into.first_logged_ns == 0 || (from.first_logged_ns != 0 && from.first_logged_ns < into.first_logged_ns)) {
+    into.first_logged_ns = from.first_logged_ns;
+  }
   into.severity = std::max(into.severity, from.severity);
   into.action = std::max(into.action, from.action);
   into.confidence = std::max(into.confidence, from.confidence);
@@ -204,11 +217,21 @@ bool RelationHolds(Relation relation, const Node& cause, const Node& symptom) {
 // either side, and the cause is seen no later than `cause_lag_ns` after the symptom, each
 // widened by the findings' declared clock uncertainty only. Unknown times line up
 // (absence of a time is not evidence against).
+//
+// The lag is print order: the kernel may log a link's AER lines just after the driver's
+// "fallen off the bus", each stamped by the kernel as it happened. A polled reading (a link
+// read at width 0 by the next sysfs poll, NVML's GPU lost) is stamped when the poll ran,
+// after the fact in whatever order the polls land, and is what the fall does: it gets no
+// lag. Such a cause needs evidence from before the failure.
 bool WithinRuleWindow(const CausalRule& rule, const Node& cause, const Node& symptom) {
   if (cause.first_ns == 0 || symptom.first_ns == 0) return true;
-  if (rule.cause_lag_ns > 0 &&
-      cause.first_ns > SatAdd(symptom.first_ns, SatAdd(rule.cause_lag_ns, SatAdd(cause.skew_ns, symptom.skew_ns)))) {
-    return false;
+  if (rule.cause_lag_ns > 0) {
+    const int64_t skew = SatAdd(cause.skew_ns, symptom.skew_ns);
+    const bool before = cause.first_ns <= SatAdd(symptom.first_ns, skew);
+    const bool logged_in_lag =
+        cause.first_logged_ns != 0 &&
+        cause.first_logged_ns <= SatAdd(symptom.first_ns, SatAdd(rule.cause_lag_ns, skew));
+    if (!before && !logged_in_lag) return false;
   }
   if (rule.within_ns <= 0) return true;
   const int64_t slack = SatAdd(rule.within_ns, SatAdd(cause.skew_ns, symptom.skew_ns));

@@ -25,6 +25,10 @@ struct Node {
   int64_t first_ns = 0;      // 0 = unknown
   int64_t last_ns = 0;
   int64_t skew_ns = 0;  // extra clock uncertainty the members declare
+  // The earliest start among members known only from the kernel log, whose times are the
+  // kernel's own stamps of each event (0 = none). A polled reading (sysfs, NVML, the BMC)
+  // is stamped when the poll ran, which says nothing about print order (graph.cc).
+  int64_t first_logged_ns = 0;
   Severity severity = Severity::kInfo;
   Action action = Action::kNone;     // the most disruptive member action
   double confidence = 0.0;           // the highest member confidence

@@ -18,11 +18,16 @@ double Median(std::vector<double> v) {
 
 }  // namespace
 
+std::string RunLabel(const ScenarioRun& run) {
+  return run.phase > 0 ? run.name + "#" + std::to_string(run.phase) : run.name;
+}
+
 AccuracyReport ScoreRuns(const std::vector<ScenarioRun>& runs) {
   AccuracyReport rep;
   rep.scenarios = static_cast<int>(runs.size());
   int class_ok = 0, component_ok = 0;
   std::vector<double> ttd;
+  std::vector<double> first_decision;
   for (const ScenarioRun& r : runs) {
     const std::string truth(ToString(r.truth.fault_class));
     const std::string got = Predicted(r);
@@ -36,7 +41,7 @@ AccuracyReport ScoreRuns(const std::vector<ScenarioRun>& runs) {
     if (r.final_correct_class && r.final_correct_component) {
       ++component_ok;
     } else {
-      std::string miss = r.name + ": truth " + truth + ", got " + got;
+      std::string miss = RunLabel(r) + ": truth " + truth + ", got " + got;
       if (!r.final_diagnoses.empty()) miss += " on " + r.final_diagnoses.front().component.Id();
       rep.misses.push_back(std::move(miss));
     }
@@ -44,11 +49,19 @@ AccuracyReport ScoreRuns(const std::vector<ScenarioRun>& runs) {
       ttd.push_back(std::max(0.0, *r.first_correct_s - r.truth.start_s));
       ++rep.diagnosed;
     }
+    rep.wrong_decisions += r.decisions.wrong;
+    for (const std::string& w : r.decisions.wrong_details) rep.wrong_decision_details.push_back(RunLabel(r) + ": " + w);
+    rep.flaps_mean += static_cast<double>(r.flaps) / static_cast<double>(runs.size());
+    rep.flaps_max = std::max(rep.flaps_max, r.flaps);
+    if (r.decisions.first_correct_s) {
+      first_decision.push_back(std::max(0.0, *r.decisions.first_correct_s - r.truth.start_s));
+      ++rep.decided;
+    }
     rep.agent_tick_ms_mean += r.agent_tick_ms_mean / static_cast<double>(runs.size());
     rep.agent_tick_ms_max = std::max(rep.agent_tick_ms_max, r.agent_tick_ms_max);
     if (!r.wrong_hardware_actions.empty()) {
       ++rep.wrong_hardware_actions;
-      for (const std::string& w : r.wrong_hardware_actions) rep.wrong_action_details.push_back(r.name + ": " + w);
+      for (const std::string& w : r.wrong_hardware_actions) rep.wrong_action_details.push_back(RunLabel(r) + ": " + w);
     }
   }
   double f1_sum = 0;
@@ -67,6 +80,10 @@ AccuracyReport ScoreRuns(const std::vector<ScenarioRun>& runs) {
   rep.component_accuracy = runs.empty() ? 0 : static_cast<double>(component_ok) / static_cast<double>(runs.size());
   rep.ttd_median_s = Median(ttd);
   rep.ttd_max_s = ttd.empty() ? 0 : *std::max_element(ttd.begin(), ttd.end());
+  rep.final_misses = static_cast<int>(rep.misses.size());
+  rep.first_decision_median_s = Median(first_decision);
+  rep.first_decision_max_s =
+      first_decision.empty() ? 0 : *std::max_element(first_decision.begin(), first_decision.end());
   return rep;
 }
 

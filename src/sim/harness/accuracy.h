@@ -1,7 +1,9 @@
 // Scores scenario runs against their ground truth (`faultline bench accuracy`): a
 // confusion matrix over the final primary diagnosis, per-class precision / recall / F1,
 // macro-F1, component accuracy, time from fault start to the first correct diagnosis,
-// and wrong hardware actions. Pure: runs in, numbers out.
+// wrong hardware actions, and the decision timeline (decisions taken for a wrong
+// diagnosis, flaps of the primary, time to the first correct decision). Pure: runs in,
+// numbers out. Every run counts once: with phases, a scenario counts once per phase.
 #pragma once
 
 #include <map>
@@ -35,7 +37,20 @@ struct AccuracyReport {
   int wrong_hardware_actions = 0;  // scenarios with at least one
   std::vector<std::string> wrong_action_details;
   std::vector<std::string> misses;  // "scenario: truth X, got Y on Z"
+  int final_misses = 0;             // runs whose final primary is wrong (class or part)
+  // The decision timeline (ScenarioRun::decisions, ::flaps): taken decisions for a
+  // diagnosis of the wrong class over all runs, and the runs that had any.
+  int wrong_decisions = 0;
+  std::vector<std::string> wrong_decision_details;  // "scenario#phase: t=...s drain for ..."
+  double flaps_mean = 0;                            // primary changes after the first non-none primary, per run
+  int flaps_max = 0;
+  int decided = 0;                     // runs with a correct decision taken (time known)
+  double first_decision_median_s = 0;  // fault start -> first correct decision (decided runs)
+  double first_decision_max_s = 0;
 };
+
+// "name" for the aligned run, "name#k" for phase k.
+std::string RunLabel(const ScenarioRun& run);
 
 AccuracyReport ScoreRuns(const std::vector<ScenarioRun>& runs);
 

@@ -3,14 +3,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 #include <sstream>
 
 #include "core/clock.h"
 #include "core/inventory.h"
 #include "daemon/sources.h"
+#include "policy/ledger.h"
 #include "sim/harness/workdir.h"
 #include "store/store.h"
 
@@ -172,7 +175,83 @@ Result<std::unique_ptr<daemon::Agent>> CreateSimAgent(const daemon::AgentConfig&
   return daemon::Agent::CreateWithStore(config, std::move(store).value(), std::move(sources).value(), clock, logger);
 }
 
+// A decision that was carried out or would have been (a dry run): what an operator sees
+// happen. Held, withdrawn, refused, superseded and no-actuator ones were not.
+bool Taken(policy::State s) {
+  return s == policy::State::kDryRun || s == policy::State::kDecided || s == policy::State::kDone ||
+         s == policy::State::kFailed;
+}
+
+// Decisions that disrupt, blame a part or a user: wrong on a healthy node whatever for.
+bool ActsOnAHealthyNode(std::optional<actions::ActionClass> c) {
+  using actions::ActionClass;
+  return c == ActionClass::kCordon || c == ActionClass::kDrain || c == ActionClass::kResetGpu ||
+         c == ActionClass::kRebootNode || c == ActionClass::kRmaBundle || c == ActionClass::kNotifyUser;
+}
+
+std::string Attr(const ActionRecord& r, const std::string& key) {
+  auto it = r.attrs.find(key);
+  return it == r.attrs.end() ? "" : it->second;
+}
+
+// The fault class of the diagnosis a decision is for: the head of its FaultKey
+// ("<fault class>|<component id>", policy/identity.h).
+std::optional<FaultClass> DecisionFaultClass(const ActionRecord& r) {
+  const std::string fault = Attr(r, "fault");
+  return ParseFaultClass(fault.substr(0, fault.find('|')));
+}
+
+std::string FormatSeconds(double s) {
+  std::ostringstream os;
+  os << s;
+  return os.str();
+}
+
 }  // namespace
+
+DecisionScore ScoreDecisions(const std::vector<ActionRecord>& actions, const Truth& truth, int64_t epoch_ns) {
+  // Rows in the order stored: the first taken row of each key is when it was taken.
+  std::vector<const ActionRecord*> rows;
+  for (const ActionRecord& r : actions) rows.push_back(&r);
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const ActionRecord* a, const ActionRecord* b) { return a->time_ns < b->time_ns; });
+  DecisionScore score;
+  std::set<std::string> counted;
+  const bool healthy = truth.fault_class == FaultClass::kNone;
+  for (const ActionRecord* r : rows) {
+    const std::optional<policy::State> state = policy::ParseState(Attr(*r, "state"));
+    const std::string key = Attr(*r, "key");
+    if (!state || !Taken(*state) || key.empty() || !counted.insert(key).second) continue;
+    ++score.taken;
+    const double t = static_cast<double>(r->time_ns - epoch_ns) / 1e9;
+    const std::optional<FaultClass> cls = DecisionFaultClass(*r);
+    const std::optional<actions::ActionClass> action = actions::ParseActionClass(Attr(*r, "class"));
+    const bool wrong = healthy ? ActsOnAHealthyNode(action) : cls != truth.fault_class;
+    if (wrong) {
+      ++score.wrong;
+      score.wrong_details.push_back("t=" + FormatSeconds(t) + "s " + Attr(*r, "class") + " for " + Attr(*r, "fault") +
+                                    " (" + Attr(*r, "state") + (r->dry_run ? ", dry run)" : ")"));
+    } else if (!healthy && !score.first_correct_s) {
+      score.first_correct_s = t;
+    }
+  }
+  return score;
+}
+
+int CountFlaps(const std::vector<DiagnosisChange>& changes) {
+  auto first = std::find_if(changes.begin(), changes.end(),
+                            [](const DiagnosisChange& c) { return c.primary.fault_class != FaultClass::kNone; });
+  return first == changes.end() ? 0 : static_cast<int>(changes.end() - first - 1);
+}
+
+uint64_t PhaseSeed(const std::string& scenario, int phase) {
+  uint64_t h = 0xCBF29CE484222325ULL;  // FNV-1a of the name: stable across platforms and builds
+  for (const unsigned char c : scenario) h = (h ^ c) * 0x100000001B3ULL;
+  uint64_t z = h + 0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(phase + 1);  // SplitMix64's finalizer
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
 
 bool ComponentMatches(const ComponentRef& c, const std::vector<std::string>& truth, const SimNode& node) {
   for (const std::string& t : truth) {
@@ -258,7 +337,21 @@ LockstepOptions WithSchedule(LockstepOptions o, const NodeScenario& scenario) {
     o.sample_interval_s = scenario.agent->sample_interval_s;
     o.redfish_interval_s = scenario.agent->redfish_interval_s;
   }
+  if (o.phase > 0) o.evaluate = daemon::Agent::DueEvaluation::kAsTheDaemon;
   return o;
+}
+
+// Every remediation row the run's agent stored (dry runs included).
+Result<std::vector<ActionRecord>> StoredActions(daemon::Agent& agent) {
+  RecordQuery q;
+  q.node = agent.node();
+  q.limit = 0;
+  auto rows = agent.store().ListActions(q);
+  if (!rows.ok()) return rows.status();
+  std::vector<ActionRecord> out;
+  out.reserve(rows->rows.size());
+  for (auto& r : rows->rows) out.push_back(std::move(r.value));
+  return out;
 }
 
 }  // namespace
@@ -298,9 +391,11 @@ Result<ScenarioRun> RunScenarioLockstep(const NodeScenario& scenario, const Lock
   auto agent = CreateSimAgent(config, clock, logger);
   if (!agent.ok()) return agent.status();
   if (o.on_agent_created) o.on_agent_created(**agent, **node);
+  if (o.phase > 0) (*agent)->PerturbSchedule(PhaseSeed(scenario.name, o.phase), o.phase_jitter, Ns(o.tick_s));
 
   ScenarioRun run;
   run.name = scenario.name;
+  run.phase = o.phase;
   run.truth = scenario.truth;
   std::string last_signature;
   double tick_ms_sum = 0;
@@ -365,6 +460,11 @@ Result<ScenarioRun> RunScenarioLockstep(const NodeScenario& scenario, const Lock
   run.agent_tick_ms_mean = ticks_evaluated ? tick_ms_sum / static_cast<double>(ticks_evaluated) : 0;
   run.final_diagnoses = (*agent)->LastDiagnoses();
   run.agent = (*agent)->stats();
+  // The decisions up to the scenario's end, as the final answer (the store closes at Stop).
+  auto actions = StoredActions(**agent);
+  if (!actions.ok()) return actions.status();
+  run.decisions = ScoreDecisions(*actions, scenario.truth, kEpochNs);
+  run.flaps = CountFlaps(run.changes);
   if (Status s = (*agent)->Stop(); !s.ok()) return s;
   // The agent goes first: its Redfish client closes the connections it keeps alive, so
   // the mock BMC does not wait out their keep-alive timeout when the node stops.

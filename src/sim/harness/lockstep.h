@@ -23,6 +23,7 @@
 #include "policy/config.h"
 #include "sim/node/node_scenario.h"
 #include "sim/node/sim_node.h"
+#include "store/records.h"
 
 namespace faultline::sim {
 
@@ -60,6 +61,14 @@ struct LockstepOptions {
   // When the agent evaluates: after every poll (scoring: answers as fresh as the polls)
   // or as the daemon's evaluator thread does (its interval, critical batches at once).
   daemon::Agent::DueEvaluation evaluate = daemon::Agent::DueEvaluation::kAfterEveryPoll;
+  // The run's phase (`bench accuracy --phases`): 0 is the aligned lockstep above, every
+  // source polling on multiples of its interval. k > 0 is real time's disorder, drawn
+  // from PhaseSeed(scenario name, k): each source's first poll at a random phase of its
+  // interval (on the tick grid), each later poll `phase_jitter` x interval late at most
+  // (Agent::PerturbSchedule), and the agent evaluating as the daemon does (`evaluate`
+  // is then kAsTheDaemon whatever it says).
+  int phase = 0;
+  double phase_jitter = 0.2;
   // Called after each visited tick with the CPU time this thread spent in the agent's
   // RunDue (its polls, evaluation and retention; not the node's publishing); may be empty.
   std::function<void(double t, int64_t agent_cpu_ns, const daemon::Agent&)> on_tick;
@@ -70,8 +79,34 @@ struct DiagnosisChange {
   Diagnosis primary;
 };
 
+// The remediation decisions of one run, read from the agent's store (policy/ledger.h):
+// a decision (one ledger key) counts as taken once any of its rows reached dry_run,
+// decided, done or failed; held, withdrawn, refused and superseded ones were not taken.
+struct DecisionScore {
+  int taken = 0;
+  // Taken for a diagnosis whose fault class is not the truth's, dry run or not. On a
+  // healthy scenario (truth class none): any taken cordon, drain, GPU reset, reboot, RMA
+  // bundle or user notice (a webhook or facility ticket only informs).
+  int wrong = 0;
+  std::vector<std::string> wrong_details;  // "t=12.0s drain for gpu_thermal|gpu/3 (dry run)"
+  // The first taken decision for a diagnosis of the truth's class (scenario seconds).
+  std::optional<double> first_correct_s;
+};
+
+// Scores the store's action rows of one run against its truth; `epoch_ns` is the wall
+// time of scenario second 0. Pure.
+DecisionScore ScoreDecisions(const std::vector<ActionRecord>& actions, const Truth& truth, int64_t epoch_ns);
+
+// Changes of the primary diagnosis after the first one that was not `none`: how often
+// the answer moved once there was one.
+int CountFlaps(const std::vector<DiagnosisChange>& changes);
+
+// The seed of run `phase` of a scenario: the same name and phase, the same schedule.
+uint64_t PhaseSeed(const std::string& scenario, int phase);
+
 struct ScenarioRun {
   std::string name;
+  int phase = 0;        // LockstepOptions::phase
   std::string workdir;  // the run's files, when kept (keep_workdir); "" when removed
   Truth truth;
   std::vector<DiagnosisChange> changes;  // the primary diagnosis each time it changed
@@ -82,6 +117,8 @@ struct ScenarioRun {
   // A hardware action (cordon, drain, RMA) recommended at any evaluation for a cause
   // that is not hardware, or an RMA of a part that is not the faulty one.
   std::vector<std::string> wrong_hardware_actions;
+  DecisionScore decisions;  // the policy's decisions (dry runs included), from the store
+  int flaps = 0;            // CountFlaps(changes)
   daemon::AgentStats agent;
   SimNodeStats node;
   double wall_s = 0;
