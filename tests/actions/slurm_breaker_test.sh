@@ -133,7 +133,8 @@ for i in $(seq 1 "$FAULTING"); do
   "$STORE_TOOL" "$T/store-$n.db" "$n" >/dev/null || fail "could not write the store of $n"
 done
 
-faultline_drains() { sinfo -h -N -o '%N|%T|%E' | grep -c '|drain[a-z]*|faultline: '; }
+# %T: "drained", "draining", with '*' when not responding (no slurmd here).
+faultline_drains() { sinfo -h -N -o '%N|%T|%E' | grep -cE '\|drain[a-z]*\*?\|faultline: '; }
 
 # Every check waits on a shared lock the script holds, so all start at the same instant.
 run_round() {
@@ -198,7 +199,7 @@ for i in $(seq 1 "$FAULTING"); do
     ;;
   done)
     kept=$((kept + 1))
-    echo "$line" | grep -q '^drain[a-z]*|faultline: ' || fail "$n is done but not drained: $line"
+    echo "$line" | grep -qE '^drain[a-z]*\*?\|faultline: ' || fail "$n is done but not drained: $line"
     ;;
   *) fail "$n: unexpected latest drain decision: $latest ($(cat "$T/out/1-$n.txt"))" ;;
   esac

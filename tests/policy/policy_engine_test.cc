@@ -29,7 +29,11 @@ class PolicyEngineTest : public ::testing::Test {
     EXPECT_TRUE(id.ok());
     return Row<Diagnosis>{*id, "gpu-7", d};
   }
-  Engine MakeEngine(PolicyConfig c) { return Engine(std::move(c), *store_, "gpu-7", {&slurm_, &hook_}, &fleet_); }
+  // Settling has its own tests (policy_settle_test.cc): these act at the first look.
+  Engine MakeEngine(PolicyConfig c) {
+    c.settle_ns = 0;
+    return Engine(std::move(c), *store_, "gpu-7", {&slurm_, &hook_}, &fleet_);
+  }
   std::vector<ActionRecord> Rows() {
     RecordQuery q;
     q.limit = 0;
@@ -106,7 +110,7 @@ TEST_F(PolicyEngineTest, EnabledDrainIsDecidedThenDoneWithEvidence) {
   for (const auto& r : Rows()) {
     if (r.attrs.at("class") != "drain") continue;
     EXPECT_FALSE(r.dry_run);
-    EXPECT_EQ(r.attrs.at("rule"), "recommended_action");
+    EXPECT_EQ(r.attrs.at("rule"), "plan:hbm_uncorrectable");
     EXPECT_EQ(r.attrs.at("evidence"), "finding:" + std::to_string(*fid));
     EXPECT_EQ(r.reason, "faultline: hbm_uncorrectable gpu/3 d" + std::to_string(row.id));
   }

@@ -62,6 +62,7 @@ class PolicyFleetTest : public ::testing::Test {
   }
   static PolicyConfig Enabled(std::set<ActionClass> classes) {
     PolicyConfig c;
+    c.settle_ns = 0;  // settling has its own tests (policy_settle_test.cc)
     c.enable = std::move(classes);
     c.fleet_hold_ns = 60 * kSec;
     return c;

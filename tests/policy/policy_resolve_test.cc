@@ -42,6 +42,7 @@ class PolicyResolveTest : public ::testing::Test {
   }
   Engine MakeEngine() {
     PolicyConfig c;
+    c.settle_ns = 0;  // settling has its own tests (policy_settle_test.cc)
     c.enable = {ActionClass::kDrain, ActionClass::kCordon};
     Engine e(c, *store_, "gpu-7", {&slurm_}, &slurm_);
     e.UseClock(nullptr, [](int64_t) {});  // the breaker's settle wait (policy_breaker_test.cc): no sleeping here

@@ -43,7 +43,9 @@ class PolicySettleTest : public ::testing::Test {
     RecordQuery q;
     q.limit = 0;
     size_t n = 0;
-    for (const auto& r : store_->ListActions(q)->rows) {
+    auto rows = store_->ListActions(q);
+    if (!rows.ok()) return 0;
+    for (const auto& r : rows->rows) {
       const auto& a = r.value.attrs;
       n += a.count("class") && a.at("class") == actions::ToString(c) && a.at("state") == state;
     }

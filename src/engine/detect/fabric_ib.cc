@@ -1,6 +1,8 @@
 #include "engine/detect/fabric_ib.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "parse/text.h"
 
@@ -34,6 +36,12 @@ bool IsLinkHealthCounter(const std::string& counter) {
   return counter == "symbol_error" || counter == "link_error_recovery" || counter == "link_downed" ||
          counter == "port_rcv_errors" || counter == "local_link_integrity_errors" ||
          counter == "port_rcv_remote_physical_errors";
+}
+
+// The counter's sysfs name ("symbol_error"), or its kind when the source gave none.
+std::string CounterName(const Observation& obs) {
+  std::string counter = Attr(obs.attrs, "counter");
+  return counter.empty() ? std::string(ToString(obs.kind)) : counter;
 }
 
 std::string StateText(const Observation& obs) {
@@ -169,8 +177,8 @@ void IbFabricDetector::ObserveRate(const std::string& end, const Observation& ob
 
 void IbFabricDetector::ObserveCounter(const std::string& end, const Observation& obs) {
   if (!obs.value || !std::isfinite(*obs.value)) return;
-  std::string counter = Attr(obs.attrs, "counter");
-  if (counter.empty()) counter = std::string(ToString(obs.kind));
+  const std::string counter = CounterName(obs);
+  RememberBaseline(end, counter, obs);  // every counter: a node-wide pegged value is no port's fault
   // A counter at its maximum stopped counting: note it, and never read "no change" as a
   // rate of zero. A later lower value (counters cleared) is a new baseline.
   const bool saturated = Attr(obs.attrs, "saturated") == "true";
@@ -226,6 +234,36 @@ void IbFabricDetector::ObserveCounter(const std::string& end, const Observation&
     default:
       break;
   }
+}
+
+void IbFabricDetector::RememberBaseline(const std::string& end, const std::string& counter, const Observation& obs) {
+  CounterPorts& ports = baselines_[{Attr(obs.component.keys, "link_layer"), counter}];
+  auto [it, fresh] = ports.try_emplace(end);
+  BaseReading& r = it->second;
+  if (fresh) {
+    r.first = *obs.value;
+    r.first_ns = obs.time_ns;
+  } else if (*obs.value != r.first) {
+    r.moved = true;  // a rise (or a clear): from now on this port speaks for itself
+  }
+}
+
+// True when `end` still reads the value that every port of its link layer (2 or more)
+// read first, and that value is not zero. The value is then a property of the node
+// (driver, firmware), not of this port: judging it per port would accuse every port at
+// once. Only the baseline is excused: a port that moved off it is judged as any other,
+// and a port whose first reading differs leaves every port to be judged as before.
+bool IbFabricDetector::OnStaticBaseline(const std::string& end, const std::string& counter,
+                                        const Observation& obs) const {
+  auto group = baselines_.find({Attr(obs.component.keys, "link_layer"), counter});
+  if (group == baselines_.end() || group->second.size() < 2) return false;
+  const double base = group->second.begin()->second.first;
+  if (base == 0) return false;
+  for (const auto& [id, r] : group->second) {
+    if (r.first != base) return false;
+  }
+  auto it = group->second.find(end);
+  return it != group->second.end() && !it->second.moved;
 }
 
 // Ports not ACTIVE since the first sample, which the 2-minute rule has not judged yet:
@@ -323,13 +361,71 @@ void IbFabricDetector::AddSiblingRates(std::map<std::string, EndIssue>& issues) 
   }
 }
 
+// One note for a counter pegged at the same value on every port: what it reads, on how
+// many ports, and why no port is accused. Fault class none: the isolator skips it, so it
+// can neither be a diagnosis nor the cause of a slowdown.
+Finding IbFabricDetector::StaticBaselineNote(const BaseKey& key, const std::vector<const Pegged*>& pegged) const {
+  const auto& [link_layer, counter] = key;
+  const CounterPorts& ports = baselines_.at(key);
+  const Observation& sample = pegged.front()->obs;
+  const std::string value = FormatRate(sample.value.value_or(0));
+  const std::string n = std::to_string(pegged.size());
+  const std::string total = std::to_string(ports.size());
+  const std::string kind = link_layer.empty() ? "" : link_layer + " ";
+  Finding f;
+  f.layer = Layer::kFabric;
+  f.component = ComponentRef{ComponentType::kIb, "", {}};
+  if (!link_layer.empty()) f.component.keys["link_layer"] = link_layer;
+  f.fault_class = FaultClass::kNone;
+  f.severity = Severity::kInfo;
+  f.action = Action::kNone;
+  f.confidence = 0.8;
+  f.first_ns = std::numeric_limits<int64_t>::max();
+  f.last_ns = 0;
+  f.count = 1;
+  for (const Pegged* p : pegged) {
+    f.first_ns = std::min(f.first_ns, ports.at(p->obs.component.Id()).first_ns);
+    f.last_ns = std::max(f.last_ns, p->obs.time_ns);
+    fabric::AddEvidence(f.evidence, EvidenceFrom(p->obs), opt_.max_evidence);
+  }
+  f.key = "ib_static_baseline|" + link_layer + "|" + counter;
+  f.attrs = {{"mode", "static_baseline"},
+             {"quirk", "true"},
+             {"counter", counter},
+             {"value", value},
+             {"ports", n},
+             {"ports_total", total},
+             {"rate", "unknown"},
+             {"placement", "node"},
+             {"part", "none (a node-wide baseline, no port to touch)"}};
+  if (!link_layer.empty()) f.attrs["link_layer"] = link_layer;
+  if (auto max = Attr(sample.attrs, "counter_max"); !max.empty()) f.attrs["counter_max"] = max;
+  const bool all = pegged.size() == ports.size();
+  f.summary = counter + (all ? " reads " + value + " on all " + n + " " + kind + "ports and has not moved"
+                             : " still reads " + value + " on " + n + " of " + total + " " + kind +
+                                   "ports, the value all of them read first");
+  f.summary +=
+      ": one value on every port is a driver/firmware baseline (a quirk), not a fault of any port, so no "
+      "port is judged on it";
+  if (!all) f.summary += " (the ports that moved off it are judged on their own)";
+  f.summary += ". " + value +
+               " is also the counter's maximum: it cannot show new errors until the port counters "
+               "are cleared (e.g. perfquery -R)";
+  return f;
+}
+
 std::vector<Finding> IbFabricDetector::PeggedFindings() const {
   std::vector<Finding> out;
+  std::map<BaseKey, std::vector<const Pegged*>> baseline;  // pegged readings a note replaces
   for (const auto& [key, p] : pegged_) {
     if (!p.saturated) continue;
-    const std::string counter = Attr(p.obs.attrs, "counter");
+    const std::string counter = CounterName(p.obs);
     const std::string max = p.obs.value ? FormatRate(*p.obs.value) : Attr(p.obs.attrs, "counter_max");
     const std::string id = p.obs.component.Id();
+    if (OnStaticBaseline(id, counter, p.obs)) {
+      baseline[{Attr(p.obs.component.keys, "link_layer"), counter}].push_back(&p);
+      continue;
+    }
     Finding f;
     f.layer = Layer::kFabric;
     f.component = p.obs.component;
@@ -348,6 +444,7 @@ std::vector<Finding> IbFabricDetector::PeggedFindings() const {
     f.summary += ". Clear the port counters (e.g. perfquery -R) to measure again";
     out.push_back(std::move(f));
   }
+  for (const auto& [key, pegged] : baseline) out.push_back(StaticBaselineNote(key, pegged));
   return out;
 }
 

@@ -21,6 +21,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "engine/detect/fabric_common.h"
@@ -57,6 +58,15 @@ class IbFabricDetector final : public Detector {
     Observation obs;
     bool saturated = false;
   };
+  // One port's readings of one counter, for the node-wide baseline rule.
+  struct BaseReading {
+    double first = 0;
+    int64_t first_ns = 0;
+    bool moved = false;  // read a value other than `first` since
+  };
+  // Every port's readings of one counter, by end; keyed by {link_layer, counter}.
+  using BaseKey = std::pair<std::string, std::string>;
+  using CounterPorts = std::map<std::string, BaseReading>;
   void Remember(const std::string& end, const Observation& obs);
   void ObserveState(const std::string& end, const Observation& obs);
   void ObserveRate(const std::string& end, const Observation& obs);
@@ -65,6 +75,9 @@ class IbFabricDetector final : public Detector {
   int ActiveSiblings(const std::string& end, const PortState& st) const;
   void AddPresentDown(std::map<std::string, fabric::EndIssue>& issues) const;
   void AddSiblingRates(std::map<std::string, fabric::EndIssue>& issues) const;
+  void RememberBaseline(const std::string& end, const std::string& counter, const Observation& obs);
+  bool OnStaticBaseline(const std::string& end, const std::string& counter, const Observation& obs) const;
+  Finding StaticBaselineNote(const BaseKey& key, const std::vector<const Pegged*>& pegged) const;
   std::vector<Finding> PeggedFindings() const;
   fabric::LinkEnd Describe(const std::string& id, const fabric::EndIssue& issue) const;
 
@@ -74,6 +87,7 @@ class IbFabricDetector final : public Detector {
   std::map<std::string, PortState> ports_;
   std::map<std::string, fabric::EndIssue> issues_;
   std::map<std::string, Pegged> pegged_;  // by "<end>#<counter>"
+  std::map<BaseKey, CounterPorts> baselines_;
   std::set<std::string> observed_;
   uint64_t revision_ = 0;  // Detector::Revision
 };
