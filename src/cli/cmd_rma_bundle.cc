@@ -91,6 +91,26 @@ Choice Stop(int code, const std::string& prefix, const std::string& message) {
   return {code};
 }
 
+// Whether the store holds anything at all for `node` (or for any node when unset).
+Result<bool> HoldsRows(Store& store, const std::optional<std::string>& node) {
+  RecordQuery rq;
+  rq.node = node;
+  rq.limit = 1;
+  auto d = store.ListDiagnoses(rq);
+  if (!d.ok()) return d.status();
+  if (!d->rows.empty()) return true;
+  ObservationQuery oq;
+  oq.node = node;
+  oq.limit = 1;
+  oq.include_seen = false;
+  auto o = store.QueryObservations(oq);
+  if (!o.ok()) return o.status();
+  if (!o->rows.empty()) return true;
+  auto a = store.ListActions(rq);
+  if (!a.ok()) return a.status();
+  return !a->rows.empty();
+}
+
 // --diagnosis ID: that row, if its plan calls for the document (or --force).
 Choice ChooseById(Store& store, const BundleArgs& args, const Doc& doc, const std::string& prefix) {
   RecordQuery q;
@@ -114,29 +134,14 @@ Choice ChooseById(Store& store, const BundleArgs& args, const Doc& doc, const st
                 "diagnosis " + Describe(row) + " does not call for " + doc.what + ": its action plan is " +
                     PlanText(plan) + hint + ". Add --force to write one anyway.");
   }
-  return Stop(kExitUsage, prefix,
-              "no diagnosis #" + std::to_string(args.diagnosis) + " in the store" +
-                  (args.node.empty() ? "" : " for node " + args.node));
-}
-
-// Whether the store holds anything at all for `node` (or for any node when unset).
-Result<bool> HoldsRows(Store& store, const std::optional<std::string>& node) {
-  RecordQuery rq;
-  rq.node = node;
-  rq.limit = 1;
-  auto d = store.ListDiagnoses(rq);
-  if (!d.ok()) return d.status();
-  if (!d->rows.empty()) return true;
-  ObservationQuery oq;
-  oq.node = node;
-  oq.limit = 1;
-  oq.include_seen = false;
-  auto o = store.QueryObservations(oq);
-  if (!o.ok()) return o.status();
-  if (!o->rows.empty()) return true;
-  auto a = store.ListActions(rq);
-  if (!a.ok()) return a.status();
-  return !a->rows.empty();
+  const std::string missing = "no diagnosis #" + std::to_string(args.diagnosis) + " in the store" +
+                              (args.node.empty() ? "" : " for node " + args.node);
+  if (!args.node.empty()) {
+    auto held = HoldsRows(store, args.node);
+    if (!held.ok()) return Stop(kExitFailure, prefix, held.status().ToString());
+    if (!*held) return Stop(kExitUnknown, prefix, missing + ", which it holds no rows for: is the node name right?");
+  }
+  return Stop(kExitUsage, prefix, missing);
 }
 
 std::string Join(const std::set<std::string>& names) {
@@ -305,7 +310,8 @@ void AddRmaBundleCommand(CliApp& app) {
       "Which diagnosis: without --diagnosis, the node's active one (the latest primary, plus those with\n"
       "decisions in flight) whose action plan calls for an RMA; a superseded diagnosis is never taken.\n"
       "Several such: they are listed and you name one. A diagnosis whose plan does not call for an RMA (a\n"
-      "power/cooling/leak cause: facility-ticket; a user program; a driver fault) is refused unless --force.\n"
+      "lost power feed, cooling or a leak: facility-ticket; a user program; a driver fault) is refused unless\n"
+      "--force.\n"
       "Exit code: 0 written; 1 store unreadable or the file could not be written; 2 bad options, no store,\n"
       "unknown diagnosis, no or several active diagnoses calling for it, or one it is not for; 3 the store\n"
       "holds no rows for the node (a wrong --node).");

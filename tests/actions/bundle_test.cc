@@ -763,6 +763,7 @@ TEST_F(BundleChoiceTest, AWrongNodeIsExitThreeAndSeveralNodesNeedOne) {
   EXPECT_NE(wrong.err.find("no rows for node gpu-node-77"), std::string::npos) << wrong.err;
   EXPECT_NE(wrong.err.find("gpu-node-7)"), std::string::npos);  // the nodes it does hold
   EXPECT_EQ(Run("facility-ticket", "--node gpu-node-77").exit_code, 3);
+  EXPECT_EQ(Run("rma-bundle", "--node gpu-node-77 --diagnosis 1").exit_code, 3);
   EXPECT_EQ(Run("rma-bundle", "--node gpu-node-7").exit_code, 0);
 
   Reopen();
