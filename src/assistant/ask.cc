@@ -221,7 +221,7 @@ std::string OfflineText(const ToolContext& ctx, const AskRequest& request, const
 
 // The answer without node data: the statement, the question and the runbook sections it
 // matches. No "what failed" or "what to do": nothing here is about the node.
-std::string GeneralGuidanceText(const ToolContext& /*ctx*/, const AskRequest& request, const AskAnswer& a) {
+std::string GeneralGuidanceText(const AskRequest& request, const AskAnswer& a) {
   std::ostringstream out;
   out << a.node_data_statement << "\n\nQuestion: " << request.question << "\n";
   out << "\nRunbook sections (general guidance for the question, not checked against this node):\n";
@@ -328,7 +328,7 @@ AskAnswer AskOffline(const Toolbox& tools, const AskRequest& request, const AskO
     a.node_data_statement = NoNodeDataStatement(ctx.node, a.no_node_data);
     // The question alone picks the sections: there is no diagnosis to add its class.
     a.runbooks = Runbooks(ctx, request.question, options.runbook_sections, a.notes);
-    a.text = GeneralGuidanceText(ctx, request, a);
+    a.text = GeneralGuidanceText(request, a);
     return a;
   }
   Grounding g = Ground(ctx, request);
