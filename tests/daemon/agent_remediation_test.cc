@@ -150,6 +150,7 @@ TEST_F(AgentRemediation, AFailingPlatformIsStoredFailedRetriedAndNeverFatal) {
 TEST_F(AgentRemediation, AUserProgramFaultNeverDrainsEvenWhenDrainIsEnabled) {
   config_.policy.enable = {ActionClass::kDrain, ActionClass::kCordon, ActionClass::kNotifyUser};
   config_.policy.webhook_url = "https://hooks.example/faultline";  // notify_user goes through it
+  config_.policy.settle_ns = 0;  // the fake clock stands still: tell the owner at the first look
   AppendText(config_.kmsg.path, kUserXid);
   FakeActuator actuator(platform_, {ActionClass::kDrain, ActionClass::kCordon, ActionClass::kNotifyUser});
   auto agent = NewAgent(actuator);
@@ -235,7 +236,7 @@ TEST_F(AgentRemediation, AHungWebhookHoldsNeitherTheNextDiagnosisNorTheStop) {
   events->Open();
   ASSERT_TRUE(events->WaitForCount("applied ", 1)) << events->Joined();
   std::vector<std::string> order;  // "apply 2" -> "apply": the ids are the store's
-  for (const std::string& e : events->events()) order.push_back(e.starts_with("apply") ? e.substr(0, e.find(' ')) : e);
+  for (const std::string& e : events->events()) order.push_back(e.starts_with("appl") ? e.substr(0, e.find(' ')) : e);
   EXPECT_EQ(order, (std::vector<std::string>{"diagnosis user_application", "apply", "diagnosis gpu_fell_off_bus",
                                              "stopped", "applied"}))
       << events->Joined();
