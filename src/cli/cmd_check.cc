@@ -28,8 +28,11 @@ struct CheckArgs {
   std::string slurm_node;  // Slurm's NodeName
   std::string config;      // agent TOML: [policy] limits and slurm_node
   bool apply = false;
-  int64_t timeout_s = 10;  // per call; at most 4 calls (sinfo, show, update, show): 40 s < Slurm's 60 s
-  int64_t stale_s = 300;   // no observation for this long: the node is "unknown", not "ok"
+  // Per call. A drain makes at most 8 calls (sinfo, show, update, show, the breaker's two
+  // sinfo reads, then show + update if undone) plus the breaker's ~1 s + breaker_settle wait:
+  // 8 x 6 s + 3 s stays inside Slurm's 60 s for its HealthCheckProgram.
+  int64_t timeout_s = 6;
+  int64_t stale_s = 300;  // no observation for this long: the node is "unknown", not "ok"
 };
 
 std::string ShortHostName() {
@@ -247,8 +250,9 @@ void AddCheckCommand(CliApp& app) {
       ->check(CLI::Range(10, 86400));
   cmd->add_option("--config", args->config, "Agent config: its [policy] limits and slurm_node are used");
   cmd->add_flag("--apply", args->apply, "Drain through scontrol when a diagnosis warrants it (default: report only)");
-  cmd->add_option("--timeout", args->timeout_s, "Seconds allowed per scontrol/sinfo call (default 10; at most 4 calls)")
-      ->check(CLI::Range(1, 50));
+  cmd->add_option("--timeout", args->timeout_s,
+                  "Seconds allowed per scontrol/sinfo call (default 6; a drain makes at most 8)")
+      ->check(CLI::Range(1, 30));
   cmd->callback([args, &app] { app.exit_code = Run(*args); });
 }
 

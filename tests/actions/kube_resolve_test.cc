@@ -73,8 +73,9 @@ class KubeResolveTest : public ::testing::Test {
 };
 
 TEST_F(KubeResolveTest, ResolvingTheDiagnosisUncordonsTheNodeFaultlineCordonedForIt) {
-  const Row<Diagnosis> row = Put(FaultClass::kHbmUncorrectable, "3", kT0);
+  const Row<Diagnosis> row = Put(FaultClass::kHostMemory, "3", kT0);
   policy::PolicyConfig config;
+  config.settle_ns = 0;  // settling has its own tests (policy_settle_test.cc)
   config.enable = {ActionClass::kCordon};
   policy::Engine engine(config, *store_, "gpu-node-1", {platform_.get()}, platform_.get());
   auto out = engine.OnDiagnoses({row}, kT0 + 120 * kNsPerSec);
@@ -91,14 +92,15 @@ TEST_F(KubeResolveTest, ResolvingTheDiagnosisUncordonsTheNodeFaultlineCordonedFo
 }
 
 TEST_F(KubeResolveTest, ACordonForAnotherDiagnosisIsNotUndone) {
-  const Row<Diagnosis> first = Put(FaultClass::kHbmUncorrectable, "3", kT0);
+  const Row<Diagnosis> first = Put(FaultClass::kHostMemory, "3", kT0);
   policy::PolicyConfig config;
+  config.settle_ns = 0;  // settling has its own tests (policy_settle_test.cc)
   config.enable = {ActionClass::kCordon};
   policy::Engine engine(config, *store_, "gpu-node-1", {platform_.get()}, platform_.get());
   ASSERT_TRUE(engine.OnDiagnoses({first}, kT0 + 120 * kNsPerSec).ok());
   ASSERT_TRUE(Cordoned());
   // A second, unrelated diagnosis on the node: faultline made no cordon for it.
-  const Row<Diagnosis> second = Put(FaultClass::kGpuFellOffBus, "5", kT0 + 600 * kNsPerSec);
+  const Row<Diagnosis> second = Put(FaultClass::kHostMemory, "5", kT0 + 600 * kNsPerSec);
   auto r = policy::ResolveIncident(*store_, second.id, "reseated GPU 5", platform_.get(), "", kT0 + 3600 * kNsPerSec);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_FALSE(r->resumed);

@@ -10,6 +10,7 @@
 
 #include "../actions/slurm_fake.h"
 #include "actions/slurm.h"
+#include "core/clock.h"
 #include "policy/active.h"
 #include "policy/engine.h"
 #include "policy/resolve.h"
@@ -191,6 +192,25 @@ TEST(PolicyCheckBinary, ReportOnlyModeReadsTheStoreAndExitsByVerdict) {
                         "gpu-7", MakeDiagnosis(FaultClass::kGpuThermal, Action::kMonitor, GpuComponent("1"), kT0), kT0)
                     .ok());
   }
+  // No observation yet: the node is unknown (exit 3), never "ok".
+  Ran blind = RunBinary("check --slurm --store " + path + " --slurm-node gpu-7 --node gpu-7");
+  EXPECT_EQ(blind.rc, 3) << blind.out;
+  EXPECT_EQ(blind.out.rfind("faultline: unknown: gpu-7: no data for gpu-7", 0), 0u) << blind.out;
+  {
+    auto store = Store::Open(path);
+    ASSERT_TRUE(store.ok());
+    Observation heard;  // the agent's sources answered just now
+    heard.time_ns = SystemClock().NowNs();
+    heard.node = "gpu-7";
+    heard.layer = Layer::kGpu;
+    heard.component = GpuComponent("1");
+    heard.text = "heard";
+    ASSERT_TRUE((*store)->Append({heard}).ok());
+  }
+  // A wrong node name is unknown too, and names the node the store holds.
+  Ran wrong = RunBinary("check --slurm --store " + path + " --slurm-node gpu-7 --node gpu-07");
+  EXPECT_EQ(wrong.rc, 3) << wrong.out;
+  EXPECT_NE(wrong.out.find("the store holds: gpu-7"), std::string::npos) << wrong.out;
   Ran ok = RunBinary("check --slurm --store " + path + " --slurm-node gpu-7");
   EXPECT_EQ(ok.rc, 0) << ok.out;
   EXPECT_EQ(ok.out.rfind("faultline: ok: gpu-7: gpu_thermal gpu/1", 0), 0u) << ok.out;
@@ -207,7 +227,7 @@ TEST(PolicyCheckBinary, ReportOnlyModeReadsTheStoreAndExitsByVerdict) {
   EXPECT_EQ(bad.out, "faultline: drain: gpu-7: gpu_fell_off_bus gpu/2 (diagnosis " + std::to_string(id) +
                          "): not drained (--apply drains)\n");
   std::filesystem::permissions(path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
-  EXPECT_EQ(RunBinary("check --slurm --store " + dir + "/none.db").rc, 2);
+  EXPECT_EQ(RunBinary("check --slurm --store " + dir + "/none.db").rc, 3);  // no store: unknown
   EXPECT_EQ(RunBinary("check --store " + path).rc, 2);
   Ran help = RunBinary("check --help");
   EXPECT_NE(help.out.find("HealthCheckProgram"), std::string::npos);
