@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <limits>
 #include <map>
-#include <set>
 
 #include "core/time.h"
 #include "daemon/pipeline.h"
@@ -16,9 +15,7 @@ namespace faultline::daemon {
 
 namespace {
 
-// How many of the store's newest rows (per table) the "which nodes are here" hint reads:
-// it is a hint on the no-data path, not a census, so it stays cheap on a large store.
-constexpr size_t kHintRows = 1000;
+// At most this many node names in the no-data hint.
 constexpr size_t kHintNodes = 20;
 
 // An open bound (0) as the store's "everything" bound.
@@ -91,28 +88,14 @@ Status ReadObservations(Store& store, const WhySlowQuery& query, IsolateContext&
   return Status::Ok();
 }
 
-// Node names in the store's newest rows, for the no-data hint. Best effort: a read error
-// here only shortens the hint.
+// The store's node names (Store::NodeNames: every node with observations, one index seek
+// each), at most kHintNodes, for the no-data hint. Best effort: a read error here only
+// drops the hint.
 std::vector<std::string> StoreNodes(Store& store) {
-  std::set<std::string> names;
-  ObservationQuery oq;
-  oq.limit = kHintRows;
-  oq.newest_first = true;
-  oq.include_seen = false;
-  if (auto rows = store.QueryObservations(oq); rows.ok()) {
-    for (const auto& row : rows->rows) names.insert(row.node);
-  }
-  RecordQuery rq;
-  rq.limit = kHintRows;
-  if (auto rows = store.ListFindings(rq); rows.ok()) {
-    for (const auto& row : rows->rows) names.insert(row.node);
-  }
-  if (auto rows = store.ListDiagnoses(rq); rows.ok()) {
-    for (const auto& row : rows->rows) names.insert(row.node);
-  }
-  std::vector<std::string> out(names.begin(), names.end());
-  if (out.size() > kHintNodes) out.resize(kHintNodes);
-  return out;
+  auto names = store.NodeNames();
+  if (!names.ok()) return {};
+  if (names->size() > kHintNodes) names->resize(kHintNodes);
+  return std::move(*names);
 }
 
 std::string Join(const std::vector<std::string>& names) {

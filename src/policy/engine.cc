@@ -370,14 +370,11 @@ Outcome Engine::Carry(Decision d, const LedgerEntry* previous, int64_t now_ns, S
 Result<std::optional<int64_t>> Engine::PrimarySince(const Row<Diagnosis>& row) {
   auto latest = store_.LatestDiagnosis(node_);
   if (!latest.ok()) return latest.status();
-  if (!latest->has_value() || (*latest)->id != row.id) {
-    // Stored again under a new row id with the same incident: still the same primary.
-    if (latest->has_value() && IncidentKey((*latest)->value) == IncidentKey(row.value)) {
-      return std::optional<int64_t>((*latest)->created_ns);
-    }
-    return std::optional<int64_t>();
+  // Stored again under a new row id with the same incident: still the same primary.
+  if (latest->has_value() && ((*latest)->id == row.id || IncidentKey((*latest)->value) == IncidentKey(row.value))) {
+    return std::optional<int64_t>((*latest)->created_ns);
   }
-  return std::optional<int64_t>((*latest)->created_ns);
+  return std::optional<int64_t>();
 }
 
 // Disrupting or blaming waits until the diagnosis has settled (config.settle_ns); a
@@ -523,9 +520,7 @@ Result<std::vector<Outcome>> Engine::OnDiagnoses(const std::vector<Row<Diagnosis
   std::vector<LedgerEntry> due;
   for (const LedgerEntry* e : ledger_.Pending()) {
     const bool retry = e->state == State::kFailed && now_ns >= e->next_retry_ns;
-    const bool held = e->state == State::kHeldByBreaker || e->state == State::kHeldByCooldown ||
-                      e->state == State::kHeldForFleet || e->state == State::kHeldUntilSettled;
-    if ((retry || held) && !seen.count(e->key)) due.push_back(*e);
+    if ((retry || IsHeld(e->state)) && !seen.count(e->key)) due.push_back(*e);
   }
   for (const LedgerEntry& e : due) {
     if (!e.action_class || !e.record.diagnosis_id) continue;

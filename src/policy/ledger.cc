@@ -54,6 +54,11 @@ std::optional<State> ParseState(std::string_view s) {
   return std::nullopt;
 }
 
+bool IsHeld(State s) {
+  return s == State::kHeldByBreaker || s == State::kHeldByCooldown || s == State::kHeldForFleet ||
+         s == State::kHeldUntilSettled;
+}
+
 bool IsFinal(State s) {
   return s == State::kDone || s == State::kDryRun || s == State::kRefused || s == State::kResolved ||
          s == State::kSuperseded || s == State::kWithdrawn;
@@ -146,10 +151,7 @@ bool Ledger::OpenIncident(actions::ActionClass c, const std::string& fault, bool
 std::vector<const LedgerEntry*> Ledger::Pending() const {
   std::vector<const LedgerEntry*> out;
   for (const auto& [key, e] : latest_) {
-    if (e.state == State::kDecided || e.state == State::kFailed || e.state == State::kHeldByBreaker ||
-        e.state == State::kHeldByCooldown || e.state == State::kHeldForFleet || e.state == State::kHeldUntilSettled) {
-      out.push_back(&e);
-    }
+    if (e.state == State::kDecided || e.state == State::kFailed || IsHeld(e.state)) out.push_back(&e);
   }
   return out;
 }

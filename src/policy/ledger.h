@@ -28,17 +28,17 @@ class Store;
 namespace faultline::policy {
 
 enum class State {
-  kDecided,         // stored before the actuator runs
-  kDone,            // the actuator reported the platform in the intended state
-  kFailed,          // the actuator failed; retried with back-off
-  kHeldByBreaker,   // disruptive and the fleet breaker is tripped
-  kHeldByCooldown,  // the class acted on this node within the cool-down
-  kDryRun,          // class not enabled: what would have been done
-  kRefused,         // a safety rule refused it
-  kNoActuator,      // enabled, but nothing configured can carry it out
-  kResolved,        // an operator closed the incident (faultline resolve)
-  kHeldForFleet,    // paperwork waiting for the fleet analyzer's verdict (fleet_verdicts.h)
-  kSuperseded,      // a shared fleet cause links the diagnosis: the fleet's action replaces it
+  kDecided,           // stored before the actuator runs
+  kDone,              // the actuator reported the platform in the intended state
+  kFailed,            // the actuator failed; retried with back-off
+  kHeldByBreaker,     // disruptive and the fleet breaker is tripped
+  kHeldByCooldown,    // the class acted on this node within the cool-down
+  kDryRun,            // class not enabled: what would have been done
+  kRefused,           // a safety rule refused it
+  kNoActuator,        // enabled, but nothing configured can carry it out
+  kResolved,          // an operator closed the incident (faultline resolve)
+  kHeldForFleet,      // paperwork waiting for the fleet analyzer's verdict (fleet_verdicts.h)
+  kSuperseded,        // a shared fleet cause links the diagnosis: the fleet's action replaces it
   kHeldUntilSettled,  // disrupts or blames: waits until its diagnosis has been the primary for settle_ns
   kWithdrawn,         // its diagnosis was superseded before it settled: never carried out
 };
@@ -46,6 +46,9 @@ std::string_view ToString(State s);
 std::optional<State> ParseState(std::string_view s);
 // Nothing more will happen to this key.
 bool IsFinal(State s);
+// Waiting for something to pass (the breaker's window, the cool-down, the fleet's verdict,
+// the diagnosis to settle): looked at again at every call.
+bool IsHeld(State s);
 
 struct LedgerEntry {
   int64_t row_id = 0;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 
+#include "policy/rules.h"
+
 namespace faultline::policy {
 namespace {
 
@@ -13,7 +15,8 @@ using enum When;
 // watched or plans anything (rules.cc): the last step of every such row, which
 // RenderPlanMarkdown states, rather than a row entry, so no row can forget it.
 
-constexpr PlanStep kPsuSteps[] = {{kDrain, kCriticalOrSlowsJobs}, {kFacilityTicket, kRecommended}, {kRmaBundle, kRecommended}};
+constexpr PlanStep kPsuSteps[] = {
+    {kDrain, kCriticalOrSlowsJobs}, {kFacilityTicket, kRecommended}, {kRmaBundle, kRecommended}};
 constexpr PlanStep kPowerInsufficientSteps[] = {{kDrain, kSlowsJobs}, {kFacilityTicket, kAlways}};
 constexpr PlanStep kVoltageSteps[] = {{kDrain, kSlowsJobs}, {kFacilityTicket, kAlways}};
 constexpr PlanStep kInletSteps[] = {{kDrain, kCriticalOrSlowsJobs}, {kFacilityTicket, kAlways}};
@@ -101,7 +104,8 @@ constexpr std::array kTable{
             "slows jobs"},
     PlanRow{kIbLinkDown, kLinkFaultSteps,
             "a downed port cuts a rail: drain when it is critical or slows jobs; reseat, swap, or replace the NIC"},
-    PlanRow{kFabricCongestion, {},
+    PlanRow{kFabricCongestion,
+            {},
             "congestion is the traffic's or the switch settings': never drain or replace a part; the network team "
             "reads the dashboard"},
     PlanRow{kWorkloadImbalance, kTellOwnerSteps,
@@ -109,21 +113,35 @@ constexpr std::array kTable{
     PlanRow{kNone, {}, "nothing is wrong: nothing to do"},
 };
 
-bool IsUser(FaultClass c) { return c == kUserApplication || c == kWorkloadImbalance; }
-
 bool SlowsJobs(const Diagnosis& d) { return d.slowdown_ratio >= kSlowsJobsRatio; }
 
 std::string StepWords(const PlanStep& s) {
   std::string what;
   switch (s.action) {
-    case kCordon: what = "cordon the node (no new work)"; break;
-    case kDrain: what = "drain the node"; break;
-    case kResetGpu: what = "reset the GPU"; break;
-    case kRebootNode: what = "reboot the node"; break;
-    case kRmaBundle: what = "RMA bundle for the vendor"; break;
-    case kFacilityTicket: what = "ticket to facilities"; break;
-    case kWebhook: what = "webhook to on-call"; break;
-    case kNotifyUser: what = "tell the job's owner"; break;
+    case kCordon:
+      what = "cordon the node (no new work)";
+      break;
+    case kDrain:
+      what = "drain the node";
+      break;
+    case kResetGpu:
+      what = "reset the GPU";
+      break;
+    case kRebootNode:
+      what = "reboot the node";
+      break;
+    case kRmaBundle:
+      what = "RMA bundle for the vendor";
+      break;
+    case kFacilityTicket:
+      what = "ticket to facilities";
+      break;
+    case kWebhook:
+      what = "webhook to on-call";
+      break;
+    case kNotifyUser:
+      what = "tell the job's owner";
+      break;
   }
   return what + " (`" + std::string(actions::ToString(s.action)) + "`, " + std::string(ToString(s.when)) + ")";
 }
@@ -132,11 +150,16 @@ std::string StepWords(const PlanStep& s) {
 
 std::string_view ToString(When w) {
   switch (w) {
-    case kAlways: return "always";
-    case kCritical: return "when critical";
-    case kSlowsJobs: return "when it slows jobs 20 % or more";
-    case kCriticalOrSlowsJobs: return "when critical or slowing jobs 20 % or more";
-    case kRecommended: return "when the isolator recommends it";
+    case kAlways:
+      return "always";
+    case kCritical:
+      return "when critical";
+    case kSlowsJobs:
+      return "when it slows jobs 20 % or more";
+    case kCriticalOrSlowsJobs:
+      return "when critical or slowing jobs 20 % or more";
+    case kRecommended:
+      return "when the isolator recommends it";
   }
   return "always";
 }
@@ -152,27 +175,39 @@ const PlanRow& PlanFor(FaultClass c) {
 
 std::vector<ActionClass> ImpliedClasses(Action a) {
   switch (a) {
-    case Action::kRma: return {kDrain, kRmaBundle};
-    case Action::kDrain: return {kDrain};
-    case Action::kCordon: return {kCordon};
-    case Action::kRebootNode: return {kDrain, kRebootNode};
-    case Action::kResetGpu: return {kDrain, kResetGpu};
-    case Action::kFacilityTicket: return {kFacilityTicket};
-    case Action::kNotifyUser: return {kNotifyUser};
-    default: return {};
+    case Action::kRma:
+      return {kDrain, kRmaBundle};
+    case Action::kDrain:
+      return {kDrain};
+    case Action::kCordon:
+      return {kCordon};
+    case Action::kRebootNode:
+      return {kDrain, kRebootNode};
+    case Action::kResetGpu:
+      return {kDrain, kResetGpu};
+    case Action::kFacilityTicket:
+      return {kFacilityTicket};
+    case Action::kNotifyUser:
+      return {kNotifyUser};
+    default:
+      return {};
   }
 }
 
 bool StepApplies(const PlanStep& step, const Diagnosis& d) {
   // An echo or a symptom the isolator only watches (action monitor or less) acts only on
   // what it measurably does to jobs.
-  const bool watched = d.action <= Action::kMonitor && !IsUser(d.fault_class);
+  const bool watched = d.action <= Action::kMonitor && !IsWorkloadsFault(d.fault_class);
   const bool critical = d.severity >= Severity::kCritical && !watched;
   switch (step.when) {
-    case kAlways: return !watched;
-    case kCritical: return critical;
-    case kSlowsJobs: return SlowsJobs(d);
-    case kCriticalOrSlowsJobs: return critical || SlowsJobs(d);
+    case kAlways:
+      return !watched;
+    case kCritical:
+      return critical;
+    case kSlowsJobs:
+      return SlowsJobs(d);
+    case kCriticalOrSlowsJobs:
+      return critical || SlowsJobs(d);
     case kRecommended: {
       const auto implied = ImpliedClasses(d.action);
       return std::find(implied.begin(), implied.end(), step.action) != implied.end();
@@ -186,9 +221,10 @@ std::string RenderPlanMarkdown(FaultClass c) {
   std::string out = "faultline's plan for `" + std::string(ToString(c)) + "`, in order:";
   if (row.steps.empty()) out += "\n- no node action";
   for (const PlanStep& s : row.steps) out += "\n- " + StepWords(s);
-  if (!IsUser(c) && c != kNone) {
-    out += "\n- webhook to on-call (`webhook`): whenever the isolator recommends more than watching, or a step above "
-           "applies";
+  if (!IsWorkloadsFault(c) && c != kNone) {
+    out +=
+        "\n- webhook to on-call (`webhook`): whenever the isolator recommends more than watching, or a step above "
+        "applies";
   }
   out += "\n\nWhy: " + std::string(row.reason) + ".";
   return out;

@@ -30,15 +30,15 @@ void RefuseTheRest(const Diagnosis& d, const PlanRow& row, std::vector<Proposal>
     bool in_row = false;
     for (const PlanStep& s : row.steps) in_row |= s.action == c;
     if (in_row) continue;  // planned under a condition that does not hold now: not refused
-    if (IsUserProgramFault(d.fault_class) || d.fault_class == FaultClass::kWorkloadImbalance) {
+    if (IsWorkloadsFault(d.fault_class)) {
       Refuse(out, c, "user_program_never_disruptive",
              "a user-program fault (" + cls + ") is never answered with " + std::string(ToString(c)));
     } else if (IsPhysicalCause(d.fault_class) && (c == ActionClass::kResetGpu || c == ActionClass::kRebootNode)) {
       Refuse(out, c, "physical_cause_never_gpu_action",
              "a physical cause (" + cls + ") is not fixed by " + std::string(ToString(c)));
     } else {
-      Refuse(out, c, "not_in_plan", "the plan for " + cls + " does not " + std::string(ToString(c)) + ": " +
-                                        std::string(row.reason));
+      Refuse(out, c, "not_in_plan",
+             "the plan for " + cls + " does not " + std::string(ToString(c)) + ": " + std::string(row.reason));
     }
   }
 }
@@ -59,7 +59,7 @@ bool IsPhysicalCause(FaultClass c) {
   }
 }
 
-bool IsUserProgramFault(FaultClass c) { return c == FaultClass::kUserApplication; }
+bool IsWorkloadsFault(FaultClass c) { return c == FaultClass::kUserApplication || c == FaultClass::kWorkloadImbalance; }
 
 std::vector<Proposal> PlanActions(const Diagnosis& d) {
   std::vector<Proposal> out;
@@ -77,13 +77,12 @@ std::vector<Proposal> PlanActions(const Diagnosis& d) {
     }
     out.push_back({step.action, rule, false, {}});
   }
-  const bool acts = d.action > Action::kMonitor ||
-                    std::any_of(out.begin(), out.end(), [](const Proposal& p) { return !p.refused; });
+  const bool acts =
+      d.action > Action::kMonitor || std::any_of(out.begin(), out.end(), [](const Proposal& p) { return !p.refused; });
   RefuseTheRest(d, row, out);
   // On-call hears of every hardware or facility diagnosis that is more than watched or
   // plans anything (planned work such as a reseat is a person's job).
-  const bool user = IsUserProgramFault(d.fault_class) || d.fault_class == FaultClass::kWorkloadImbalance;
-  if (acts && !user) Add(out, ActionClass::kWebhook, "notify_on_call");
+  if (acts && !IsWorkloadsFault(d.fault_class)) Add(out, ActionClass::kWebhook, "notify_on_call");
   return out;
 }
 

@@ -24,7 +24,9 @@ struct Proposal {
 };
 
 bool IsPhysicalCause(FaultClass c);
-bool IsUserProgramFault(FaultClass c);
+// The workload's own fault: a program's fault, or slow steps with no hardware cause. Only
+// its owner is told; the hardware is never blamed for it.
+bool IsWorkloadsFault(FaultClass c);
 std::vector<Proposal> PlanActions(const Diagnosis& diagnosis);
 // A decision of this class disrupts work or blames someone: it waits until its diagnosis
 // has settled (PolicyConfig::settle_ns).

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <set>
 #include <thread>
 #include <variant>
 
@@ -868,19 +869,23 @@ Result<std::optional<Row<Diagnosis>>> Store::LatestDiagnosis(const std::string& 
 
 Result<std::vector<std::string>> Store::NodeNames() {
   FAULTLINE_STORE_OPEN_OR_RETURN();
-  auto st = Stmt::Prepare(impl_->db.get(),
-                          "WITH RECURSIVE n(x) AS (SELECT MIN(node) FROM observations UNION ALL "
-                          "SELECT (SELECT MIN(node) FROM observations WHERE node > x) FROM n WHERE x IS NOT NULL) "
-                          "SELECT x FROM n WHERE x IS NOT NULL");
-  if (!st.ok()) return st.status();
-  std::vector<std::string> out;
-  for (;;) {
-    auto row = st->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
-    out.push_back(st->Text(0));
+  std::set<std::string> names;
+  // One skip-scan per table over its (node, ...) index: a seek per node, not a row scan.
+  for (std::string_view table : {"observations", "findings", "diagnoses"}) {
+    const std::string t(table);
+    auto st = Stmt::Prepare(impl_->db.get(), "WITH RECURSIVE n(x) AS (SELECT MIN(node) FROM " + t +
+                                                 " UNION ALL SELECT (SELECT MIN(node) FROM " + t +
+                                                 " WHERE node > x) FROM n WHERE x IS NOT NULL) "
+                                                 "SELECT x FROM n WHERE x IS NOT NULL");
+    if (!st.ok()) return st.status();
+    for (;;) {
+      auto row = st->Step();
+      if (!row.ok()) return row.status();
+      if (!*row) break;
+      names.insert(st->Text(0));
+    }
   }
-  return out;
+  return std::vector<std::string>(names.begin(), names.end());
 }
 
 Result<int64_t> Store::LastHeardNs(const std::string& node) {

@@ -133,8 +133,8 @@ class Store {
   // The newest stored diagnosis of `node` (highest row id) whatever its time span;
   // nullopt when none. A "none" diagnosis has no time span, so a window query misses it.
   Result<std::optional<Row<Diagnosis>>> LatestDiagnosis(const std::string& node);
-  // Every node name with stored observations, sorted (an index skip-scan: one seek per
-  // node, whatever the store's size).
+  // Every node name with stored observations, findings or diagnoses, sorted (an index
+  // skip-scan per table: one seek per node, whatever the store's size).
   Result<std::vector<std::string>> NodeNames();
   // When the agent last heard from any source of `node`: the newest observation's time or
   // the last reading of a flat series, whichever is later; 0 when nothing is stored. A

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstdlib>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -14,6 +13,7 @@
 #include "core/time.h"
 #include "engine/detect/detector.h"
 #include "engine/isolate/causal_rules.h"
+#include "parse/text.h"
 
 namespace faultline::isolate {
 namespace {
@@ -98,9 +98,7 @@ double SlowdownRatio(const Node& n) {
   for (const Finding* f : n.members) {
     auto it = f->attrs.find("ratio");
     if (it == f->attrs.end()) continue;
-    char* end = nullptr;
-    const double r = std::strtod(it->second.c_str(), &end);
-    if (end != it->second.c_str() && std::isfinite(r)) worst = std::max(worst, r);
+    if (auto r = ParseDouble(it->second); r && std::isfinite(*r)) worst = std::max(worst, *r);
   }
   return worst;
 }
