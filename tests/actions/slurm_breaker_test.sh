@@ -21,34 +21,15 @@ NODES=30       # in slurm.conf
 FAULTING=24    # checks started at once
 LIMIT=2
 
-skip() {
-  echo "SKIP: $*"
-  exit 77
-}
-for tool in slurmctld munged scontrol sinfo flock; do
-  command -v "$tool" >/dev/null 2>&1 || PATH="$PATH:/usr/sbin" command -v "$tool" >/dev/null 2>&1 ||
-    skip "$tool not installed (apt-get install slurm-wlm munge, or make deps)"
-done
-export PATH="$PATH:/usr/sbin"
-[ "$(id -u)" -eq 0 ] || skip "needs root to run slurmctld as SlurmUser=root"
-[ -r /etc/munge/munge.key ] || skip "no /etc/munge/munge.key (the munge package creates it)"
+# shellcheck source=slurm_lib.sh
+. "$(dirname "$0")/slurm_lib.sh"
+slurm_require "needs root to run slurmctld as SlurmUser=root" slurmctld munged scontrol sinfo flock
 
 T=$(mktemp -d /tmp/faultline-slurm-breaker.XXXXXX)
-STARTED_PIDFILES=()
 SAMPLER_PID=""
 
-stop_daemons() {
-  [ -n "$SAMPLER_PID" ] && kill "$SAMPLER_PID" 2>/dev/null
-  for f in "${STARTED_PIDFILES[@]}"; do
-    if [ -s "$f" ]; then
-      pid=$(cat "$f")
-      kill "$pid" 2>/dev/null
-      for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-      kill -9 "$pid" 2>/dev/null
-    fi
-  done
-}
 cleanup() {
+  [ -n "$SAMPLER_PID" ] && kill "$SAMPLER_PID" 2>/dev/null
   stop_daemons
   if [ "${KEEP:-0}" = 1 ]; then echo "kept $T"; else rm -rf "$T"; fi
 }
@@ -61,51 +42,20 @@ fail() {
   exit 1
 }
 
-free_port() {
-  local p
-  for _ in $(seq 200); do
-    p=$((20000 + RANDOM % 20000))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
-  done
-  echo 0
-}
 CTLD_PORT=$(free_port)
 SLURMD_PORT=$((CTLD_PORT + 1))
 
-mkdir -p "$T/state" "$T/spool" "$T/munge" "$T/out"
-chmod 0755 "$T/munge"
-munged --force --socket="$T/munge/munge.sock" --pid-file="$T/munge/munged.pid" \
-  --log-file="$T/munge/munged.log" --seed-file="$T/munge/munged.seed" --key-file=/etc/munge/munge.key ||
-  fail "munged did not start: $(tail -n 3 "$T/munge/munged.log" 2>/dev/null)"
-STARTED_PIDFILES+=("$T/munge/munged.pid")
+mkdir -p "$T/state" "$T/spool" "$T/out"
+start_munged
 
-cat >"$T/slurm.conf" <<EOF
-ClusterName=faultlinebreaker
-SlurmctldHost=$(hostname -s)(127.0.0.1)
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-AuthInfo=socket=$T/munge/munge.sock
-CredType=cred/munge
-SlurmctldPort=$CTLD_PORT
-SlurmdPort=$SLURMD_PORT
-CommunicationParameters=NoInAddrAny
-StateSaveLocation=$T/state
-SlurmdSpoolDir=$T/spool
-SlurmctldPidFile=$T/slurmctld.pid
-SlurmctldLogFile=$T/slurmctld.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/cons_tres
-SchedulerType=sched/builtin
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
-MpiDefault=none
+{
+  slurm_conf_common faultlinebreaker "$(hostname -s)" "$CTLD_PORT" "$SLURMD_PORT"
+  cat <<EOF
 SlurmdTimeout=0
 NodeName=bn[01-$NODES] NodeAddr=127.0.0.1 CPUs=1 State=DOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
+} >"$T/slurm.conf"
 export SLURM_CONF="$T/slurm.conf"
 
 slurmctld -c -f "$SLURM_CONF" || fail "slurmctld did not start"

@@ -11,32 +11,13 @@ set -uo pipefail
 FAULTLINE=${1:?faultline binary}
 MAKE_STORE=${2:?store tool binary}
 
-skip() {
-  echo "SKIP: $*"
-  exit 77
-}
-for tool in slurmctld slurmd munged scontrol sinfo; do
-  command -v "$tool" >/dev/null 2>&1 || PATH="$PATH:/usr/sbin" command -v "$tool" >/dev/null 2>&1 ||
-    skip "$tool not installed (apt-get install slurm-wlm munge, or make deps)"
-done
-export PATH="$PATH:/usr/sbin"
-[ "$(id -u)" -eq 0 ] || skip "needs root to run slurmd"
-[ -r /etc/munge/munge.key ] || skip "no /etc/munge/munge.key (the munge package creates it)"
+# shellcheck source=slurm_lib.sh
+. "$(dirname "$0")/slurm_lib.sh"
+slurm_require "needs root to run slurmd" slurmctld slurmd munged scontrol sinfo
 
 T=$(mktemp -d /tmp/faultline-slurm.XXXXXX)
 NODE=$(hostname -s)
-STARTED_PIDFILES=()
 
-stop_daemons() {
-  for f in "${STARTED_PIDFILES[@]}"; do
-    if [ -s "$f" ]; then
-      pid=$(cat "$f")
-      kill "$pid" 2>/dev/null
-      for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-      kill -9 "$pid" 2>/dev/null
-    fi
-  done
-}
 cleanup() {
   stop_daemons
   if [ "${KEEP:-0}" = 1 ]; then echo "kept $T"; else rm -rf "$T"; fi
@@ -50,57 +31,24 @@ fail() {
   exit 1
 }
 
-# Two free loopback ports, chosen from the pid so parallel runs rarely collide.
-free_port() {
-  local p
-  for _ in $(seq 200); do
-    p=$((20000 + RANDOM % 20000))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
-  done
-  echo 0
-}
 CTLD_PORT=$(free_port)
 SLURMD_PORT=$(free_port)
 [ "$SLURMD_PORT" != "$CTLD_PORT" ] || SLURMD_PORT=$((CTLD_PORT + 1))
 
-mkdir -p "$T/state" "$T/spool" "$T/munge"
-chmod 0755 "$T/munge"
-# munged: the packaged key, our own socket, pid and log files.
-munged --force --socket="$T/munge/munge.sock" --pid-file="$T/munge/munged.pid" \
-  --log-file="$T/munge/munged.log" --seed-file="$T/munge/munged.seed" --key-file=/etc/munge/munge.key ||
-  fail "munged did not start: $(tail -n 3 "$T/munge/munged.log" 2>/dev/null)"
-STARTED_PIDFILES+=("$T/munge/munged.pid")
+mkdir -p "$T/state" "$T/spool"
+start_munged
 
-cat >"$T/slurm.conf" <<EOF
-ClusterName=faultlinetest
-SlurmctldHost=$NODE(127.0.0.1)
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-AuthInfo=socket=$T/munge/munge.sock
-CredType=cred/munge
-SlurmctldPort=$CTLD_PORT
-SlurmdPort=$SLURMD_PORT
-CommunicationParameters=NoInAddrAny
-StateSaveLocation=$T/state
-SlurmdSpoolDir=$T/spool
-SlurmctldPidFile=$T/slurmctld.pid
+{
+  slurm_conf_common faultlinetest "$NODE" "$CTLD_PORT" "$SLURMD_PORT"
+  cat <<EOF
 SlurmdPidFile=$T/slurmd.pid
-SlurmctldLogFile=$T/slurmctld.log
 SlurmdLogFile=$T/slurmd.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/cons_tres
-SchedulerType=sched/builtin
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
-MpiDefault=none
 ReturnToService=2
 SlurmdTimeout=30
 NodeName=$NODE NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN
 PartitionName=debug Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
 EOF
+} >"$T/slurm.conf"
 export SLURM_CONF="$T/slurm.conf"
 
 slurmctld -c -f "$SLURM_CONF" || fail "slurmctld did not start"
