@@ -44,7 +44,7 @@
 namespace faultline {
 class Clock;
 class Store;
-}
+}  // namespace faultline
 
 namespace faultline::policy {
 

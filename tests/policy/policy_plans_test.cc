@@ -50,8 +50,8 @@ TEST(PolicyPlans, DrainComesBeforeWhatNeedsTheNodeOut) {
 
 TEST(PolicyPlans, ALeakDrainsNowWhateverTheIsolatorRecommended) {
   for (Action a : {Action::kFacilityTicket, Action::kDrain, Action::kRma}) {
-    auto plan = PlanActions(
-        MakeDiagnosis(FaultClass::kCoolantLeak, a, ComponentRef{ComponentType::kCoolant, "coldplate3"}, 1));
+    auto plan =
+        PlanActions(MakeDiagnosis(FaultClass::kCoolantLeak, a, ComponentRef{ComponentType::kCoolant, "coldplate3"}, 1));
     EXPECT_TRUE(Allows(plan, ActionClass::kDrain)) << ToString(a);
     EXPECT_TRUE(Allows(plan, ActionClass::kFacilityTicket));
     EXPECT_TRUE(WarrantsDrain(plan));
@@ -82,9 +82,9 @@ TEST(PolicyPlans, AFailedPsuWithNormalInputIsAVendorPartNotAFacilityTicket) {
 // Jobs slowed beyond the threshold by a hardware fault mean drain, for every hardware class
 // whose plan names a drain; below it the same fault is planned work.
 TEST(PolicyPlans, AHardwareFaultSlowingJobsBeyondTheThresholdDrains) {
-  for (FaultClass c : {FaultClass::kPcieLinkDegraded, FaultClass::kNvlinkErrors, FaultClass::kIbLinkErrors,
-                       FaultClass::kIbLinkDown, FaultClass::kGpuPowerBrake, FaultClass::kGpuThermal,
-                       FaultClass::kPowerInsufficient}) {
+  for (FaultClass c :
+       {FaultClass::kPcieLinkDegraded, FaultClass::kNvlinkErrors, FaultClass::kIbLinkErrors, FaultClass::kIbLinkDown,
+        FaultClass::kGpuPowerBrake, FaultClass::kGpuThermal, FaultClass::kPowerInsufficient}) {
     Diagnosis d = MakeDiagnosis(c, Action::kReseatOrReplaceLink, GpuComponent("4"), 1);
     d.severity = Severity::kWarning;
     d.slowdown_ratio = kSlowsJobsRatio + 0.15;  // 35 % slower
@@ -110,8 +110,8 @@ TEST(PolicyPlans, ACriticalLinkFaultDrainsAWarningOneIsPlannedWork) {
 }
 
 TEST(PolicyPlans, AGpuOffTheBusDrainsAndAWatchedEchoDoesNothing) {
-  EXPECT_TRUE(WarrantsDrain(
-      PlanActions(MakeDiagnosis(FaultClass::kGpuFellOffBus, Action::kRebootNode, GpuComponent("7"), 1))));
+  EXPECT_TRUE(
+      WarrantsDrain(PlanActions(MakeDiagnosis(FaultClass::kGpuFellOffBus, Action::kRebootNode, GpuComponent("7"), 1))));
   // The isolator only watches an echo of a fault it cannot see (action monitor).
   for (FaultClass c : {FaultClass::kGpuFellOffBus, FaultClass::kNvswitchFault, FaultClass::kRowRemapPending}) {
     EXPECT_TRUE(PlanActions(MakeDiagnosis(c, Action::kMonitor, GpuComponent("7"), 1)).empty()) << ToString(c);

@@ -103,9 +103,9 @@ TEST_F(PolicySettleTest, EvidenceThatNeedsNoWaitActsAtOnce) {
 // The documented HealthCheckProgram setup: the agent (dry run by default) recorded the
 // drain it would make; `check --slurm --apply` then enables drain and must drain.
 TEST_F(PolicySettleTest, ADryRunIsCarriedOutOnceItsClassIsEnabled) {
-  const Row<Diagnosis> leak = Put(
-      MakeDiagnosis(FaultClass::kCoolantLeak, Action::kFacilityTicket, ComponentRef{ComponentType::kCoolant, "cp3"}, kT0),
-      kT0);
+  const Row<Diagnosis> leak = Put(MakeDiagnosis(FaultClass::kCoolantLeak, Action::kFacilityTicket,
+                                                ComponentRef{ComponentType::kCoolant, "cp3"}, kT0),
+                                  kT0);
   {
     Engine agent = MakeEngine({});
     ASSERT_TRUE(agent.OnDiagnoses({leak}, kT0).ok());

@@ -228,9 +228,8 @@ bool WithinRuleWindow(const CausalRule& rule, const Node& cause, const Node& sym
   if (rule.cause_lag_ns > 0) {
     const int64_t skew = SatAdd(cause.skew_ns, symptom.skew_ns);
     const bool before = cause.first_ns <= SatAdd(symptom.first_ns, skew);
-    const bool logged_in_lag =
-        cause.first_logged_ns != 0 &&
-        cause.first_logged_ns <= SatAdd(symptom.first_ns, SatAdd(rule.cause_lag_ns, skew));
+    const bool logged_in_lag = cause.first_logged_ns != 0 &&
+                               cause.first_logged_ns <= SatAdd(symptom.first_ns, SatAdd(rule.cause_lag_ns, skew));
     if (!before && !logged_in_lag) return false;
   }
   if (rule.within_ns <= 0) return true;
