@@ -1,5 +1,6 @@
 #include "actions/actuator.h"
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -32,7 +33,31 @@ uint64_t Fnv1a64(std::string_view text) {
   return h;
 }
 
+// The low 32 bits of h as 8 hex digits.
+std::string Hex8(uint64_t h) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string hex(8, '0');
+  for (int i = 7; i >= 0; --i, h >>= 4) hex[static_cast<size_t>(i)] = kDigits[h & 0xf];
+  return hex;
+}
+
 }  // namespace
+
+std::string DiagnosisTag(std::string_view node, int64_t diagnosis_id) {
+  std::string name;
+  bool changed = false;
+  for (char c : node) {
+    changed |= !SafeNameByte(c);
+    name.push_back(SafeNameByte(c) ? c : '_');
+  }
+  if (name.empty()) name = "_";
+  if (changed || name.size() > kDiagnosisTagNodeMaxBytes) {
+    // Room for "-" and the hash inside the bound; the hash keeps the cut or mended name unique.
+    name.resize(std::min(name.size(), kDiagnosisTagNodeMaxBytes - 9));
+    name += "-" + Hex8(Fnv1a64(node));
+  }
+  return name + "/d" + std::to_string(diagnosis_id);
+}
 
 std::string DecisionFileName(std::string_view key, std::string_view suffix) {
   std::string name;

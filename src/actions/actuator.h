@@ -45,6 +45,15 @@ const std::vector<ActionClass>& AllActionClasses();
 bool IsDisruptive(ActionClass c);
 // The closest core Action, for the store's `action` column.
 Action CoreAction(ActionClass c);
+// "<node>/d<diagnosis id>": whose diagnosis an action was made for. Diagnosis ids are per
+// store, so per node: the id alone names one incident on every node that has it. `node` is the
+// diagnosing node (Decision::node, the store's node), not the node acted on. The node part has
+// every byte outside [A-Za-z0-9._-] replaced by '_' ("_" when empty) and is at most
+// kDiagnosisTagNodeMaxBytes; a name that had to change for either reason ends in '-' and 8 hex
+// digits of a hash of the real name, so two names that read alike once made safe keep two tags.
+// Never holds a blank: it is the last word of a Slurm drain reason.
+inline constexpr size_t kDiagnosisTagNodeMaxBytes = 48;
+std::string DiagnosisTag(std::string_view node, int64_t diagnosis_id);
 // A file name for what an actuator keeps per decision (a bundle, a reboot marker):
 // "<key with every byte outside [A-Za-z0-9._-] as '_', at most 160 bytes>-<16 hex of a hash
 // of the whole key><suffix>". One key is one name; keys that read alike once made safe, or
@@ -84,7 +93,8 @@ class Actuator {
 // A platform where faultline's own cordon or drain can be undone (`faultline resolve`,
 // docs/remediation.md "Resolve"). Revert returns the decision's node to service only when
 // the cordon/drain there is faultline's AND was made for this decision (Slurm: the drain
-// reason names "d<diagnosis id>"; Kubernetes: our cordoned-by mark and the decision key):
+// reason ends in DiagnosisTag(node, diagnosis id); Kubernetes: our cordoned-by mark and the
+// decision key, which starts with the diagnosing node):
 // kPermissionDenied, nothing done, when it is someone else's or another decision's; OK,
 // nothing done, when the node is not cordoned at all. Safe to call again.
 class Reverter {

@@ -5,10 +5,10 @@
 namespace faultline::actions {
 namespace {
 
-// "faultline: hbm_uncorrectable gpu/3 d42: <summary>": what `kubectl describe node` shows.
+// "faultline: hbm_uncorrectable gpu/3 gpu-7/d42: <summary>": what `kubectl describe node` shows.
 std::string Describe(const Decision& d) {
   std::string text = "faultline: " + std::string(ToString(d.diagnosis.fault_class)) + " " + d.diagnosis.component.Id() +
-                     " d" + std::to_string(d.diagnosis_id);
+                     " " + DiagnosisTag(d.node, d.diagnosis_id);
   if (!d.diagnosis.summary.empty()) text += ": " + d.diagnosis.summary;
   return text;
 }
@@ -104,7 +104,7 @@ Status KubernetesPlatform::Revert(const Decision& d) {
   // ours, so running resolve again finishes), never back in service with a stale taint.
   if (Status s = kube_.Untaint(node); !s.ok()) return s;
   NodeConditionUpdate condition{ConditionTypeForLayer(d.diagnosis.layer), false, "Resolved",
-                                "faultline: resolved d" + std::to_string(d.diagnosis_id)};
+                                "faultline: resolved " + DiagnosisTag(d.node, d.diagnosis_id)};
   if (Status s = kube_.SetCondition(node, condition); !s.ok()) return s;
   if (Status s = kube_.Uncordon(node); !s.ok()) return s;
   return kube_.PostEvent(node, {"FaultlineUncordon", "uncordoned: " + Describe(d) + " resolved", false});

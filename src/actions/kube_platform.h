@@ -18,7 +18,8 @@
 //    faultline.io/cordoned-by mark (any faultline identity: the breaker counts every
 //    deployment's cordons) with the time of faultline.io/cordoned-at (0 when absent).
 //  - Revert (`faultline resolve`): only a cordon carrying our cordoned-by mark and this
-//    decision's key is undone: the taint and the layer's condition (set False) go, the
+//    decision's key (which starts with the diagnosing node, so another node's diagnosis
+//    with the same store id never matches) is undone: the taint and the layer's condition (set False) go, the
 //    node is uncordoned (marks removed) and a Normal event says so. Someone else's cordon,
 //    or ours for another decision, is kPermissionDenied with nothing touched.
 //  - Borrows the KubernetesActuator; never logs (the token stays inside it).

@@ -33,21 +33,49 @@ std::string_view Field(std::string_view line, std::string_view key) {
   return {};
 }
 
+// The reason's last word: the diagnosis tag of every reason faultline writes.
+std::string_view LastWord(std::string_view reason) {
+  const size_t blank = reason.rfind(' ');
+  return blank == std::string_view::npos ? std::string_view() : reason.substr(blank + 1);
+}
+
+// OK when `node`'s drain is faultline's for `tag`; else kPermissionDenied saying whose it is.
+Status CheckOurDrain(const SlurmNode& node, std::string_view tag) {
+  const std::string quoted = " (reason \"" + node.reason + "\")";
+  if (!IsFaultlineReason(node.reason)) {
+    return Status(StatusCode::kPermissionDenied, node.name + " is drained by someone else" + quoted + ": left drained");
+  }
+  const std::string_view word = LastWord(node.reason);
+  if (word == tag) return Status::Ok();
+  // A reason written before tags named the node: "d42" may be any node's diagnosis 42.
+  const std::string_view bare_id = tag.substr(tag.rfind('/') + 1);
+  if (word == bare_id) {
+    return Status(StatusCode::kPermissionDenied,
+                  node.name + " is drained by an older faultline whose reason names no node" + quoted +
+                      ", so faultline cannot tell whether " + std::string(bare_id) +
+                      " is this diagnosis or another node's: left drained. If it is this incident, resume it by "
+                      "hand: scontrol update nodename=" +
+                      node.name + " state=resume");
+  }
+  return Status(StatusCode::kPermissionDenied,
+                node.name + " is drained by faultline for another diagnosis" + quoted + ": left drained");
+}
+
 }  // namespace
 
+// The longest tag (" " + node part + "/d" + an int64) still leaves the prefix whole.
+static_assert(kSlurmReasonPrefix.size() + 1 + kDiagnosisTagNodeMaxBytes + 2 + 20 <= kSlurmReasonMaxBytes);
+
 std::string SlurmDrainReason(const Decision& d) {
-  std::string reason = std::string(kSlurmReasonPrefix) + std::string(ToString(d.diagnosis.fault_class)) + " " +
-                       d.diagnosis.component.Id() + " d" + std::to_string(d.diagnosis_id);
-  for (char& c : reason) {
+  std::string text = std::string(kSlurmReasonPrefix) + std::string(ToString(d.diagnosis.fault_class)) + " " +
+                     d.diagnosis.component.Id();
+  for (char& c : text) {
     if (!SafeReasonByte(c)) c = '_';
   }
-  if (reason.size() > kSlurmReasonMaxBytes) {
-    // Keep the diagnosis tag: it is what resolve and recovery match on.
-    const std::string tag = " d" + std::to_string(d.diagnosis_id);
-    reason.resize(kSlurmReasonMaxBytes - tag.size());
-    reason += tag;
-  }
-  return reason;
+  // Cut the text, never the tag: resolve and recovery match on it.
+  const std::string tag = " " + DiagnosisTag(d.node, d.diagnosis_id);
+  if (text.size() + tag.size() > kSlurmReasonMaxBytes) text.resize(kSlurmReasonMaxBytes - tag.size());
+  return text + tag;
 }
 
 bool IsFaultlineReason(std::string_view reason) {
@@ -202,18 +230,7 @@ Status SlurmActuator::ResumeIfOurs(const std::string& name, const std::string& d
   auto node = ShowNode(name);
   if (!node.ok()) return node.status();
   if (!node->Drained()) return Status::Ok();
-  const std::string_view reason = node->reason;
-  const bool names_tag = reason.size() >= diagnosis_tag.size() + 1 &&
-                         reason.substr(reason.size() - diagnosis_tag.size()) == diagnosis_tag &&
-                         reason[reason.size() - diagnosis_tag.size() - 1] == ' ';
-  if (!IsFaultlineReason(reason)) {
-    return Status(StatusCode::kPermissionDenied,
-                  name + " is drained by someone else (reason \"" + node->reason + "\"): left drained");
-  }
-  if (!names_tag) {
-    return Status(StatusCode::kPermissionDenied, name + " is drained by faultline for another diagnosis (reason \"" +
-                                                     node->reason + "\"): left drained");
-  }
+  if (Status ours = CheckOurDrain(*node, diagnosis_tag); !ours.ok()) return ours;
   auto out = Run({options_.scontrol, "update", "nodename=" + name, "state=resume"});
   if (!out.ok()) {
     // slurmctld may clear the drain and still answer an error (22.05, a node in UNKNOWN
@@ -227,7 +244,7 @@ Status SlurmActuator::ResumeIfOurs(const std::string& name, const std::string& d
 
 Status SlurmActuator::Revert(const Decision& decision) {
   return ResumeIfOurs(decision.target_node.empty() ? decision.node : decision.target_node,
-                      "d" + std::to_string(decision.diagnosis_id));
+                      DiagnosisTag(decision.node, decision.diagnosis_id));
 }
 
 }  // namespace faultline::actions

@@ -30,9 +30,11 @@ inline constexpr std::string_view kSlurmReasonPrefix = "faultline: ";
 // whole up to this size, and a short reason stays readable in a squeue/sinfo column.
 inline constexpr size_t kSlurmReasonMaxBytes = 96;
 
-// "faultline: <fault class> <component> d<diagnosis id>", cut to kSlurmReasonMaxBytes, with
-// every byte outside [A-Za-z0-9 _./:#=+-] replaced by '_' (it crosses a command line and
-// Slurm's own key=value parsing).
+// "faultline: <fault class> <component> <node>/d<diagnosis id>" (the tag is
+// DiagnosisTag(decision.node, decision.diagnosis_id): the diagnosing node, since ids are per
+// store), at most kSlurmReasonMaxBytes: the text before the tag is cut, the tag never. Every
+// byte outside [A-Za-z0-9 _./:#=+-] is replaced by '_' (it crosses a command line and Slurm's
+// own key=value parsing).
 std::string SlurmDrainReason(const Decision& decision);
 bool IsFaultlineReason(std::string_view reason);
 
@@ -64,11 +66,13 @@ class SlurmActuator final : public Actuator, public FleetView, public Reverter {
   Result<FleetState> Read() override;
 
   Result<SlurmNode> ShowNode(const std::string& name);
-  // Resumes `name` only when it is drained with a faultline reason that names
-  // `diagnosis_tag` ("d42"); kPermissionDenied when the drain is someone else's, OK and
-  // nothing done when the node is not drained.
+  // Resumes `name` only when it is drained with a faultline reason whose last word is
+  // `diagnosis_tag` ("gpu-7/d42", DiagnosisTag). kPermissionDenied, nothing done, when the
+  // drain is someone else's, faultline's for another diagnosis, or faultline's in the format
+  // before tags named the node ("... d42": whose 42 cannot be told; the message says how to
+  // resume by hand). OK and nothing done when the node is not drained.
   Status ResumeIfOurs(const std::string& name, const std::string& diagnosis_tag);
-  // ResumeIfOurs(decision.target_node, "d<decision.diagnosis_id>").
+  // ResumeIfOurs(decision.target_node, DiagnosisTag(decision.node, decision.diagnosis_id)).
   Status Revert(const Decision& decision) override;
 
  private:

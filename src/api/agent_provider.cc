@@ -24,9 +24,26 @@ Result<std::vector<SourceHealth>> AgentProvider::Sources(int64_t /*since_ns*/) {
     std::replace(name.begin(), name.end(), '_', '-');
     const std::optional<Source> source = ParseSource(name);
     if (!source) continue;
-    out.push_back(SourceHealth{.source = *source, .up = s.up, .last_success_ns = s.last_success_ns, .errors = s.errors});
+    out.push_back(SourceHealth{.source = *source,
+                               .up = s.up,
+                               .last_success_ns = s.last_success_ns,
+                               .errors = s.errors,
+                               .error = s.failing ? std::optional<std::string>(s.error) : std::nullopt});
   }
   return out;
+}
+
+Result<std::optional<AgentState>> AgentProvider::Sight() { return std::optional<AgentState>(agent_.Sight()); }
+
+std::optional<RemediationCounters> AgentProvider::Remediation() {
+  const daemon::RemediationStats s = agent_.stats().remediation;
+  return RemediationCounters{.decisions_stored = s.decisions_stored,
+                             .errors = s.errors,
+                             .queued = s.queued,
+                             .coalesced = s.coalesced,
+                             .dropped = s.dropped,
+                             .abandoned = s.abandoned,
+                             .max_queued = s.max_queued};
 }
 
 std::optional<daemon::LatencyHistogram> AgentProvider::EvaluationLatency() { return agent_.stats().evaluation_latency; }

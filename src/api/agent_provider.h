@@ -1,7 +1,7 @@
 // The API over a running agent (`[server] listen` in the agent's config): the agent's own
 // store (read-write, so an operator's acknowledgement is stored), its clock for "now", and
-// its live state where a stored run can only guess: per-source up/errors/last success and
-// the evaluation latency histogram.
+// its live state where a stored run can only guess: per-source up/errors/last success, its
+// blind state, the evaluation latency histogram and the remediation worker's counters.
 #pragma once
 
 #include <optional>
@@ -18,8 +18,11 @@ class AgentProvider final : public StoreProvider {
   AgentProvider(daemon::Agent& agent, const Clock& clock);
 
   Result<std::vector<SourceHealth>> Sources(int64_t since_ns) override;
+  // The agent's own (Agent::Sight), not the store's copy.
+  Result<std::optional<AgentState>> Sight() override;
   std::optional<daemon::LatencyHistogram> EvaluationLatency() override;
   std::vector<std::pair<std::string, uint64_t>> AssistantCounters() override;
+  std::optional<RemediationCounters> Remediation() override;
   // Through policy::ResolveIncident; on Slurm (the [policy] platform) the node is resumed
   // only when faultline drained it for this diagnosis.
   Result<Json> Resolve(int64_t diagnosis_id, const std::string& fixed_by) override;

@@ -33,6 +33,31 @@ int StatusFor(const Status& s) {
 
 ApiResponse Failed(const Status& s) { return ApiHandler::Error(StatusFor(s), s.message()); }
 
+// `blind` (false when the agent recorded nothing: it never found itself blind), and while
+// blind `blind_since_ns` and the failing sources with their errors. An unreadable record is
+// `blind: null` with `blind_error`: the node's health is then unknown, never "not blind".
+void AddSight(Json& j, const Result<std::optional<AgentState>>& sight) {
+  if (!sight.ok()) {
+    j["blind"] = nullptr;
+    j["blind_error"] = sight.status().message();
+    return;
+  }
+  const bool blind = sight->has_value() && (*sight)->blind;
+  j["blind"] = blind;
+  if (!blind) return;
+  j["blind_since_ns"] = (*sight)->since_ns;
+  Json failing = Json::array();
+  for (const SourceSight& s : (*sight)->sources) {
+    if (!s.failing) continue;
+    std::string name = s.source;  // the agent's names use '_' where the API's use '-' (dcgm-exporter)
+    std::replace(name.begin(), name.end(), '_', '-');
+    Json e{{"source", name}, {"error", s.error}};
+    if (s.last_success_ns) e["last_success_ns"] = *s.last_success_ns;
+    failing.push_back(e);
+  }
+  j["failing_sources"] = failing;
+}
+
 int64_t Since(int64_t v) { return v != 0 ? v : std::numeric_limits<int64_t>::min(); }
 int64_t Until(int64_t v) { return v != 0 ? v : std::numeric_limits<int64_t>::max(); }
 
@@ -201,9 +226,11 @@ ApiResponse ApiHandler::Node(const QueryParams& params) {
     if (s.up) e["up"] = *s.up;
     if (s.last_success_ns) e["last_success_ns"] = *s.last_success_ns;
     if (s.errors) e["errors"] = *s.errors;
+    if (s.error) e["error"] = *s.error;
     list.push_back(e);
   }
   j["sources"] = list;
+  AddSight(j, provider_.Sight());
   return JsonReply(j);
 }
 

@@ -269,6 +269,40 @@ Status AddSources(DataProvider& provider, int64_t since_ns, Exposition& out) {
   return Status::Ok();
 }
 
+// 1 while the agent is blind (every source failing): its diagnosis in force, "none" or not,
+// is not to be trusted. 0 also when the agent recorded no state (it never was blind); NaN when
+// its record cannot be read (unknown: an alert on `!= 0` fires, the scrape still answers).
+void AddSight(DataProvider& provider, Exposition& out) {
+  const auto sight = provider.Sight();
+  const std::string node = provider.Node();
+  const bool blind = sight.ok() && sight->has_value() && (*sight)->blind;
+  const double value = sight.ok() ? (blind ? 1 : 0) : std::nan("");
+  out.Add("faultline_agent_blind", "gauge",
+          "1 while every source of the agent is failing: no diagnosis, none included, can be trusted.",
+          {{"node", node}}, value);
+  if (blind) {
+    out.Add("faultline_agent_blind_since_timestamp_seconds", "gauge", "When the agent found itself blind (Unix time).",
+            {{"node", node}}, static_cast<double>((*sight)->since_ns) / kNsPerSecond);
+  }
+}
+
+void AddRemediation(const std::string& node, const RemediationCounters& r, Exposition& out) {
+  out.Add("faultline_remediation_decisions_total", "counter", "Remediation decision rows the agent stored.",
+          {{"node", node}}, static_cast<double>(r.decisions_stored));
+  out.Add("faultline_remediation_errors_total", "counter", "Remediation policy calls that failed.", {{"node", node}},
+          static_cast<double>(r.errors));
+  const std::pair<std::string_view, uint64_t> calls[] = {
+      {"queued", r.queued}, {"coalesced", r.coalesced}, {"dropped", r.dropped}, {"abandoned", r.abandoned}};
+  for (const auto& [outcome, count] : calls) {
+    out.Add("faultline_remediation_worker_calls_total", "counter",
+            "Calls to the remediation worker: queued, coalesced into one waiting, dropped from a full queue for a "
+            "newer diagnosis, abandoned at shutdown.",
+            {{"node", node}, {"outcome", std::string(outcome)}}, static_cast<double>(count));
+  }
+  out.Add("faultline_remediation_worker_queue_max", "gauge", "The most calls ever waiting for the remediation worker.",
+          {{"node", node}}, static_cast<double>(r.max_queued));
+}
+
 // utime + stime from /proc/self/stat (fields 14 and 15, after the parenthesised name)
 // and the resident set from /proc/self/statm.
 void AddProcess(const std::string& node, Exposition& out) {
@@ -612,6 +646,7 @@ Result<std::string> RenderMetrics(DataProvider& provider, const MetricsOptions& 
   // The diagnosis and housekeeping first, so the series cap only ever cuts readings.
   if (Status s = AddDiagnosis(provider, out); !s.ok()) return s;
   if (Status s = AddSources(provider, *now - options.window_ns, out); !s.ok()) return s;
+  AddSight(provider, out);
   auto store = provider.StoreStatistics();
   if (!store.ok()) return store.status();
   out.Add("faultline_store_size_bytes", "gauge", "Size of the store's database file (without its WAL).",
@@ -627,6 +662,7 @@ Result<std::string> RenderMetrics(DataProvider& provider, const MetricsOptions& 
                      "Time of one evaluation (detectors, isolator, stored findings and diagnosis).", {{"node", node}},
                      *latency);
   }
+  if (auto remediation = provider.Remediation()) AddRemediation(node, *remediation, out);
   for (const auto& [outcome, count] : provider.AssistantCounters()) {
     out.Add("faultline_assistant_investigations_total", "counter",
             "The agent's model investigations (docs/assistant.md \"In the agent\"), by outcome.",

@@ -4,8 +4,9 @@
 // inside a recent window (MetricsOptions::window_ns before the provider's "now"), mapped
 // by one table (ObservationMetrics(): kind + attribute filter -> metric name, type, unit
 // scale). Counters carry the device's cumulative count as stored. The diagnosis in force
-// is `faultline_diagnosis_info`; source health, store size and the process's CPU and RSS
-// follow.
+// is `faultline_diagnosis_info`; source health, the agent's blind state
+// (`faultline_agent_blind`), store size, the process's CPU and RSS and, from a live agent,
+// its remediation worker's counters follow.
 //
 // Labels: node, component, gpu, uuid, port on readings (values from the node's hardware:
 // canonical component ids, GPU index, UUID, link/port number), plus closed enums where a

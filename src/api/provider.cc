@@ -88,6 +88,8 @@ Result<std::vector<SourceHealth>> StoreProvider::Sources(int64_t since_ns) {
   return out;
 }
 
+Result<std::optional<AgentState>> StoreProvider::Sight() { return GetAgentState(store_, options_.node); }
+
 Result<StoreStats> StoreProvider::StoreStatistics() { return store_.Stats(); }
 
 Result<int64_t> StoreProvider::Acknowledge(int64_t diagnosis_id, const std::string& note) {

@@ -21,6 +21,7 @@
 #include "core/types.h"
 #include "daemon/latency_histogram.h"
 #include "daemon/why_slow.h"
+#include "store/agent_state.h"
 #include "store/records.h"
 
 namespace faultline {
@@ -34,6 +35,20 @@ struct SourceHealth {
   std::optional<bool> up;                  // known to a live agent; a stored run cannot tell
   std::optional<int64_t> last_success_ns;  // newest stored observation of the source
   std::optional<uint64_t> errors;          // failed polls, when counted (agent)
+  std::optional<std::string> error;        // why it counts as failing, while it does (agent)
+};
+
+// The live agent's remediation step (daemon/remediation.h RemediationStats).
+struct RemediationCounters {
+  uint64_t decisions_stored = 0;  // decision rows written
+  uint64_t errors = 0;            // policy calls that failed
+  // Its worker's calls: handed to it, folded into one waiting, dropped from a full queue for
+  // a newer diagnosis, given up on at shutdown; and the most ever waiting at once.
+  uint64_t queued = 0;
+  uint64_t coalesced = 0;
+  uint64_t dropped = 0;
+  uint64_t abandoned = 0;
+  uint64_t max_queued = 0;
 };
 
 class DataProvider {
@@ -60,6 +75,10 @@ class DataProvider {
   // Per source, what is known of its health; `since_ns` bounds how far back a stored
   // run is searched for a source's newest observation.
   virtual Result<std::vector<SourceHealth>> Sources(int64_t since_ns) = 0;
+  // Whether the agent is blind (every source failing: daemon/agent.h "Blind"), since when and
+  // why: a live agent's own state, for a stored run what the agent last recorded in the store
+  // (store/agent_state.h); nullopt when it recorded none. kCorrupt when the record is unreadable.
+  virtual Result<std::optional<AgentState>> Sight() = 0;
   virtual Result<StoreStats> StoreStatistics() = 0;
   // Records an operator's acknowledgement of a diagnosis as an action row; returns the
   // row id. kPermissionDenied when the data is read-only, kNotFound for an unknown id.
@@ -69,6 +88,8 @@ class DataProvider {
   // The live agent's model investigations (daemon/incident_investigator.h), by outcome
   // ("answered", "failed", ...); empty for a stored run or an agent without a model.
   virtual std::vector<std::pair<std::string, uint64_t>> AssistantCounters() { return {}; }
+  // The live agent's remediation counters; nullopt for a stored run.
+  virtual std::optional<RemediationCounters> Remediation() { return std::nullopt; }
   // Closes an incident as `faultline resolve` does (the platform resumed only when faultline
   // took the node out for it); returns the JSON of what was done. kPermissionDenied over
   // read-only data, kNotFound for an unknown id.
@@ -113,6 +134,7 @@ class StoreProvider : public DataProvider {
   Result<std::optional<Row<Diagnosis>>> ActiveDiagnosis() override;
   Result<daemon::WhySlowAnswer> WhySlow(int64_t since_ns, int64_t until_ns) override;
   Result<std::vector<SourceHealth>> Sources(int64_t since_ns) override;
+  Result<std::optional<AgentState>> Sight() override;
   Result<StoreStats> StoreStatistics() override;
   Result<int64_t> Acknowledge(int64_t diagnosis_id, const std::string& note) override;
   Result<Json> Ask(const std::string& question) override;

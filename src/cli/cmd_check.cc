@@ -3,8 +3,11 @@
 // the node is fine and 1 when a diagnosis warrants a drain; with --apply it drains through
 // scontrol, behind the same policy as the agent (rules, idempotence, breaker, stored
 // decisions). Every Slurm call has a deadline, so it finishes well inside Slurm's 60 s.
+// Without data it answers "unknown" (exit 3), never "ok": no store, nothing recent from the
+// node, or the agent recorded that it is blind (every source failing).
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -16,6 +19,7 @@
 #include "policy/active.h"
 #include "policy/engine.h"
 #include "policy/rules.h"
+#include "store/agent_state.h"
 #include "store/store.h"
 
 namespace faultline::cli {
@@ -117,9 +121,27 @@ Result<std::string> ResolveNode(Store& store, const CheckArgs& args, const std::
 
 std::string Age(int64_t ns) { return std::to_string(ns / 1'000'000'000) + " s"; }
 
-// Fail closed: a node the store knows nothing recent about is "unknown", never "ok".
-// nullopt = the data is fresh enough to judge.
+// The agent's own word (store/agent_state.h): it recorded that every source fails, so its
+// diagnosis in force ("none" included) cannot be trusted. Each error is cut short: Slurm
+// logs the one line.
+std::optional<std::string> AgentBlind(Store& store, const std::string& node, int64_t now_ns) {
+  auto state = GetAgentState(store, node);
+  if (!state.ok()) return "cannot read the agent's recorded state: " + state.status().message();
+  if (!state->has_value() || !(*state)->blind) return std::nullopt;
+  std::string failing;
+  for (const SourceSight& s : (*state)->sources) {
+    if (!s.failing) continue;
+    if (!failing.empty()) failing += "; ";
+    failing += s.source + ": " + s.error.substr(0, 80);
+  }
+  return "the agent is blind: every source failing for " + Age(std::max<int64_t>(0, now_ns - (*state)->since_ns)) +
+         " (" + failing + ")";
+}
+
+// Fail closed: a node the store knows nothing recent about, or whose agent sees nothing, is
+// "unknown", never "ok". nullopt = the data is fresh enough to judge.
 std::optional<std::string> Blind(Store& store, const std::string& node, int64_t stale_ns, int64_t now_ns) {
+  if (auto blind = AgentBlind(store, node, now_ns)) return blind;
   auto heard = store.LastHeardNs(node);
   if (!heard.ok()) return "cannot read when the agent last heard from " + node + ": " + heard.status().message();
   if (*heard == 0) {
@@ -228,8 +250,9 @@ void AddCheckCommand(CliApp& app) {
       "check",
       "Health check for a scheduler. With --slurm it is a Slurm HealthCheckProgram: reads the node's active\n"
       "diagnoses from the agent's store and prints one line. Exit 0: the node is fine; 1: a diagnosis warrants\n"
-      "a drain (or the store could not be read); 2: bad options; 3: unknown (no store, no data for the node, or\n"
-      "nothing heard from any source for --stale seconds): it never says ok without data, and never drains on it.\n"
+      "a drain (or the store could not be read); 2: bad options; 3: unknown (no store, no data for the node,\n"
+      "nothing heard from any source for --stale seconds, or the agent recorded that every source is failing):\n"
+      "it never says ok without data, and never drains on it.\n"
       "Without --apply it never writes anything (the store is opened read-only). With --apply it first checks the\n"
       "store's diagnoses and actions tables (refusing a damaged store without writing), then drains the node with\n"
       "`scontrol update nodename=N state=drain reason=\"faultline: <class> <component> <node>/d<id>\"`, once (a\n"

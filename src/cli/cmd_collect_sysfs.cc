@@ -189,7 +189,10 @@ void AddCollectSysfsCommand(CliApp& app) {
   CLI::App* cmd = app.collect->add_subcommand(
       "sysfs",
       "Read PCIe (link speed/width, AER counters, slots, upstream bridges) and InfiniBand (state, rate, error\n"
-      "counters) from sysfs, plus the fabric detectors' findings.\n"
+      "counters) from sysfs, plus the fabric detectors' findings. An InfiniBand counter pegged at its maximum at\n"
+      "the same value on every port of a link layer (2 or more; a driver/firmware baseline) is one info note\n"
+      "(fault class none, quirk=true) instead of an ib_link_errors finding per port; a port whose counter moves\n"
+      "off that value is judged on its own.\n"
       "Exit code: 0 sampled, 1 nothing could be read, 2 bad option.");
   AddOptions(cmd, *sysfs);
   cmd->footer(kOneSampleHelp);

@@ -23,8 +23,11 @@ struct Agent::SourceState {
   uint64_t polls = 0;
   uint64_t errors = 0;
   std::optional<int64_t> last_success_ns;
+  std::string last_error;                       // of the last failed poll
+  std::optional<int64_t> poll_started_mono_ns;  // while a poll is in flight: when it began
   // A polled batch the store refused: retried before the source is polled again.
   std::optional<SourceBatch> unstored;
+  bool holding = false;  // `unstored` is set, as mu_ sees it (Judge reads it from another thread)
   // PerturbSchedule (the simulator's real-time-faithful runs): the extra delay before the
   // next RunDue poll, the fraction of the interval it is drawn from, the draws' state.
   int64_t jitter_ns = 0;
@@ -89,6 +92,7 @@ Result<std::unique_ptr<Agent>> Agent::Finish(std::unique_ptr<Agent> agent) {
     agent->remediation_->UseFleetVerdicts(agent->fleet_links_.get());
   }
   if (Status s = agent->pipeline_->WarmStart(agent->clock_.NowNs()); !s.ok()) return s;
+  agent->LoadSight();
   return agent;
 }
 
@@ -118,6 +122,11 @@ Agent::Agent(const AgentConfig& config, std::string node, std::unique_ptr<Store>
 
 Agent::~Agent() { (void)Stop(); }
 
+int64_t Agent::PollBudget(const SourceState& s) const {
+  // A Redfish sweep gets its own (long) budget; the others must finish within an interval.
+  return s.source->name() == "redfish" ? config_.redfish.sweep_deadline_ns : s.interval_ns;
+}
+
 int64_t Agent::IntervalFor(const AgentSource& s) const {
   const std::string name = s.name();
   if (name == "kmsg") return config_.kmsg.interval_ns;
@@ -134,15 +143,20 @@ void Agent::PollOne(SourceState& s) {
   // The held batch first: until it is stored the source stays where it is (its position
   // is just past the held batch), so nothing it reads can be lost behind it.
   if (s.unstored && !StoreBatch(s, *s.unstored)) return;
-  // A Redfish sweep gets its own (long) budget; the others must finish within an interval.
-  const int64_t budget = s.source->name() == "redfish" ? config_.redfish.sweep_deadline_ns : s.interval_ns;
-  auto batch = s.source->Poll(clock_.MonotonicNs() + budget);
+  const int64_t started = clock_.MonotonicNs();
+  {
+    std::lock_guard<std::mutex> lock(mu_);  // a poll that never returns counts against sight (Judge)
+    s.poll_started_mono_ns = started;
+  }
+  auto batch = s.source->Poll(started + PollBudget(s));
   std::unique_lock<std::mutex> lock(mu_);
+  s.poll_started_mono_ns.reset();
   ++stats_.polls;
   ++s.polls;
   if (!batch.ok()) {
     ++stats_.poll_failures;
     ++s.errors;
+    s.last_error = batch.status().ToString();
     s.backoff_ns = s.failing ? std::min(s.backoff_ns * 2, config_.agent.max_backoff_ns) : s.interval_ns;
     if (!s.failing) {
       logger_.Warn("source " + s.source->name() + " unavailable: " + batch.status().ToString() + " (retrying)");
@@ -174,6 +188,7 @@ bool Agent::StoreBatch(SourceState& s, SourceBatch& batch) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!stats.ok()) {
     ++stats_.store_failures;
+    s.holding = true;
     if (!s.unstored) {  // a new failure; retries of the same batch log at debug
       logger_.Error("store: " + stats.status().ToString() + "; holding " + std::to_string(batch.observations.size()) +
                     " observations of source " + s.source->name() + " and pausing it until they are stored");
@@ -183,6 +198,7 @@ bool Agent::StoreBatch(SourceState& s, SourceBatch& batch) {
     }
     return false;
   }
+  s.holding = false;
   stats_.observations_inserted += stats->inserted;
   stats_.observations_duplicate += stats->duplicates;
   if (s.unstored) {  // `batch` is the held one: the last use of it is above
@@ -206,9 +222,13 @@ void Agent::SetEvaluationListener(EvaluationListener listener) {
   listener_ = std::move(listener);
 }
 
-Status Agent::EvaluateNow() {
+Status Agent::EvaluateNow(bool record_sight) {
   const int64_t started = clock_.MonotonicNs();
-  auto result = pipeline_->Evaluate(clock_.NowNs());
+  Judgement judgement = JudgeSources();
+  // No source has read the node: a "none" now would be the silence of failing sources.
+  const EvaluateOptions options{.may_store_none = sources_.empty() || judgement.any_sees};
+  auto result = pipeline_->Evaluate(clock_.NowNs(), options);
+  if (record_sight) RecordSight(std::move(judgement), clock_.NowNs());
   const int64_t took = clock_.MonotonicNs() - started;
   EvaluationListener listener;
   {
@@ -228,6 +248,7 @@ Status Agent::EvaluateNow() {
     stats_.policy_errors = remediation_->stats().errors;
   }
   if (notes_) stats_.incident_notes = notes_->notes_written();
+  if (result.ok() && result->none_withheld) ++stats_.nones_withheld;
   if (!result.ok()) {
     logger_.Error("evaluate: " + result.status().ToString());
     return result.status();
@@ -474,7 +495,7 @@ Status Agent::Stop() {
                    s->source->name() + " were never stored; a source with a cursor reads them again at the next start");
     }
   }
-  Status eval = EvaluateNow();
+  Status eval = EvaluateNow(/*record_sight=*/false);
   if (remediation_) {
     remediation_->Stop();  // what the last evaluation queued, never past its deadline for a stalled actuator
     std::lock_guard<std::mutex> lock(mu_);
@@ -510,19 +531,25 @@ AgentStats Agent::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   AgentStats out = stats_;
   if (notes_) out.investigations = notes_->investigation_stats();  // live: its worker runs on its own
+  if (remediation_) out.remediation = remediation_->stats();       // likewise
   return out;
 }
 
 std::vector<SourceStatus> Agent::SourceStatuses() const {
   std::lock_guard<std::mutex> lock(mu_);
+  const int64_t now = clock_.MonotonicNs();
   std::vector<SourceStatus> out;
   for (const auto& s : sources_) {
+    std::string why;
+    const bool failing = Judge(*s, now, &why) == Standing::kFails;
     out.push_back(SourceStatus{.name = s->source->name(),
                                .layer = s->source->layer(),
                                .up = s->polls > 0 && !s->failing,
                                .polls = s->polls,
                                .errors = s->errors,
-                               .last_success_ns = s->last_success_ns});
+                               .last_success_ns = s->last_success_ns,
+                               .failing = failing,
+                               .error = std::move(why)});
   }
   return out;
 }
@@ -530,6 +557,127 @@ std::vector<SourceStatus> Agent::SourceStatuses() const {
 std::vector<Diagnosis> Agent::LastDiagnoses() const {
   std::lock_guard<std::mutex> lock(mu_);
   return last_diagnoses_;
+}
+
+namespace {
+
+constexpr size_t kMaxErrorBytes = 240;  // a source's error in the stored state and the API
+
+std::string Seconds(int64_t ns) { return std::to_string(ns / 1'000'000'000) + " s"; }
+
+}  // namespace
+
+Agent::Standing Agent::Judge(const SourceState& s, int64_t now_mono_ns, std::string* why) const {
+  if (s.polls > 0 && s.failing) {
+    *why = s.last_error.substr(0, kMaxErrorBytes);
+    return Standing::kFails;
+  }
+  // Read but not stored: the detectors never saw it (the source is not polled meanwhile).
+  if (s.holding) {
+    *why = "its last batch is held: the store refuses it";
+    return Standing::kFails;
+  }
+  // A poll that never returns fails nothing, yet delivers nothing either. The time between
+  // polls is no measure: a quiet kernel log waits for input up to 30 s, by design.
+  const int64_t in_flight = s.poll_started_mono_ns ? now_mono_ns - *s.poll_started_mono_ns : 0;
+  if (in_flight > kBlindAfterIntervals * std::max(s.interval_ns, PollBudget(s))) {
+    *why = "a poll has not returned for " + Seconds(in_flight);
+    return Standing::kFails;
+  }
+  why->clear();
+  return s.polls > 0 ? Standing::kSees : Standing::kPending;
+}
+
+Agent::Judgement Agent::JudgeSources() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int64_t now = clock_.MonotonicNs();
+  Judgement j;
+  size_t failing = 0;
+  for (const auto& s : sources_) {
+    SourceSight sight{.source = s->source->name(), .last_success_ns = s->last_success_ns};
+    const Standing standing = Judge(*s, now, &sight.error);
+    sight.failing = standing == Standing::kFails;
+    j.any_sees = j.any_sees || standing == Standing::kSees;
+    failing += sight.failing ? 1 : 0;
+    j.sources.push_back(std::move(sight));
+  }
+  j.all_fail = !sources_.empty() && failing == sources_.size();
+  return j;
+}
+
+namespace {
+
+// "kmsg: <error>; nvml: <error>" for the sources that fail.
+std::string FailingSources(const std::vector<SourceSight>& sources) {
+  std::string out;
+  for (const SourceSight& s : sources) {
+    if (!s.failing) continue;
+    if (!out.empty()) out += "; ";
+    out += s.source + ": " + s.error;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<AgentState> Agent::UpdateSight(Judgement judgement, int64_t now_ns) {
+  // Some sources pending, none seeing: undecided, the state stands.
+  const bool decided = judgement.all_fail || judgement.any_sees;
+  std::lock_guard<std::mutex> lock(mu_);
+  sight_.sources = std::move(judgement.sources);
+  if (!decided) return std::nullopt;
+  if (judgement.all_fail != sight_.blind) {
+    sight_.blind = judgement.all_fail;
+    sight_.since_ns = now_ns;
+    if (sight_.blind) {
+      logger_.Error("agent blind: every source is failing (" + FailingSources(sight_.sources) +
+                    "); no \"none\" diagnosis is stored until one reads again");
+    } else {
+      logger_.Info("agent sees again: a source reads the node; diagnoses are stored as usual");
+    }
+  }
+  if (recorded_blind_ == sight_.blind) return std::nullopt;
+  if (!recorded_blind_ && sight_.since_ns == 0) sight_.since_ns = now_ns;  // the first judgement
+  AgentState record = sight_;
+  record.updated_ns = now_ns;
+  return record;
+}
+
+void Agent::RecordSight(Judgement judgement, int64_t now_ns) {
+  const std::optional<AgentState> record = UpdateSight(std::move(judgement), now_ns);
+  if (!record) return;
+  // Written on a change only; a failed write (a full disk) is tried again at the next
+  // evaluation, logged once at warn.
+  if (Status st = PutAgentState(*store_, node_, *record); !st.ok()) {
+    const std::string line = "store: cannot record the agent's blind state: " + st.ToString();
+    if (sight_write_failed_) {
+      logger_.Debug(line);
+    } else {
+      logger_.Warn(line + " (retried at each evaluation)");
+    }
+    sight_write_failed_ = true;
+    return;
+  }
+  sight_write_failed_ = false;
+  recorded_blind_ = record->blind;
+}
+
+void Agent::LoadSight() {
+  auto stored = GetAgentState(*store_, node_);
+  if (!stored.ok()) {
+    logger_.Warn("store: the agent's recorded blind state is unreadable (" + stored.status().ToString() +
+                 "); it is written again at the next judgement");
+    return;
+  }
+  if (!stored->has_value()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  sight_ = std::move(**stored);
+  recorded_blind_ = sight_.blind;
+}
+
+AgentState Agent::Sight() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return sight_;
 }
 
 }  // namespace faultline::daemon

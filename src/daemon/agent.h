@@ -23,6 +23,18 @@
 // costs a handful of evaluations, not one per line. Sources that can wait for input
 // (AgentSource::CanWaitForData: the kernel log) block in it between polls and are polled
 // as soon as a line is there.
+//
+// Blind (docs/agent.md "Blind"): at each evaluation the agent judges each source. One fails
+// when its last poll failed, when it holds a batch the store refused (read, never seen by the
+// detectors), or when a poll has been in flight for kBlindAfterIntervals of its intervals (its
+// poll deadline when longer: a Redfish sweep), i.e. it hangs. It sees when its last poll
+// succeeded, even with nothing new (a quiet kernel log); before its first poll returns it is
+// pending. When every source fails the agent is blind: silence then means nothing, so no
+// "none" diagnosis is stored (nor replaces the last real one) until a source sees again;
+// findings and real diagnoses are stored as ever. Until some source has seen, "none" is not
+// stored either. Blindness beginning and ending is logged and recorded in the store
+// (store/agent_state.h) for `faultline check` and `faultline serve`. An agent with no source
+// at all is never blind (nothing is configured to fail).
 #pragma once
 
 #include <atomic>
@@ -46,6 +58,7 @@
 #include "daemon/remediation.h"
 #include "daemon/warning_log.h"
 #include "daemon/source.h"
+#include "store/agent_state.h"
 
 namespace faultline {
 class Store;
@@ -77,6 +90,8 @@ struct AgentStats {
   uint64_t policy_decisions = 0;  // remediation decision rows stored (daemon/remediation.h)
   uint64_t policy_errors = 0;
   uint64_t incident_notes = 0;          // assistant notes stored (daemon/incident_notes.h)
+  uint64_t nones_withheld = 0;          // evaluations that kept a new "none" out of the store (no source sees)
+  RemediationStats remediation;         // the remediation step's, live: its worker's queue (daemon/remediation.h)
   InvestigatorStats investigations;     // the model's, with [assistant] llm_url (daemon/incident_investigator.h)
   LatencyHistogram evaluation_latency;  // one Pipeline::Evaluate, monotonic clock
 };
@@ -89,7 +104,14 @@ struct SourceStatus {
   uint64_t polls = 0;
   uint64_t errors = 0;                     // failed polls since the agent started
   std::optional<int64_t> last_success_ns;  // wall clock of its last successful poll
+  // Counts against the agent's sight (the header's "Blind"): its last poll failed, its batch
+  // is held, or a poll hangs. `error` says which ("" when not failing).
+  bool failing = false;
+  std::string error;
 };
+
+// Intervals a poll may stay in flight before its source counts as failing (hung).
+inline constexpr int kBlindAfterIntervals = 3;
 
 class Agent {
  public:
@@ -170,7 +192,13 @@ class Agent {
   AgentStats stats() const;
   // The pipeline's counters (detectors asked, isolations reused).
   PipelineStats pipeline_stats() const;
+  // Each source now (failing judged at this moment).
   std::vector<SourceStatus> SourceStatuses() const;
+  // Whether the agent is blind, since when, and each source as its last evaluation judged
+  // them: what it records in the store when blindness begins or ends. Before its first
+  // judgement, what the store held from the last run (or not blind).
+  AgentState Sight() const;
+  // The isolator's last answer (a "none" in it is not stored while no source sees: Sight()).
   std::vector<Diagnosis> LastDiagnoses() const;
   // The agent's store, for a server running beside it (the Store serializes itself).
   Store& store() { return *store_; }
@@ -187,13 +215,33 @@ class Agent {
 
  private:
   struct SourceState;
+  // One evaluation's view of the sources (Judge).
+  struct Judgement {
+    bool any_sees = false;  // some source's last poll succeeded
+    bool all_fail = false;  // there are sources and every one fails: blind
+    std::vector<SourceSight> sources;
+  };
   Agent(const AgentConfig& config, std::string node, std::unique_ptr<Store> store,
         std::vector<std::unique_ptr<AgentSource>> sources, std::unique_ptr<Topology> topology, const Clock& clock,
         Logger& logger);
   void PollOne(SourceState& s);
   // One batch into the pipeline; false when the store refused it (the batch is intact).
   bool StoreBatch(SourceState& s, SourceBatch& batch);
-  Status EvaluateNow();
+  // `record_sight` = false at stop: sources cancelled there may look failed; the sight
+  // recorded stays the last one judged while running.
+  Status EvaluateNow(bool record_sight = true);
+  // Under mu_: how `s` stands now (the header's "Blind"); `why` says why it fails.
+  enum class Standing { kSees, kFails, kPending };
+  Standing Judge(const SourceState& s, int64_t now_mono_ns, std::string* why) const;
+  Judgement JudgeSources() const;
+  // After an evaluation: updates sight_, logs and stores a change of blindness.
+  void RecordSight(Judgement judgement, int64_t now_ns);
+  // RecordSight's update of sight_ (mu_); the record to store when the store's copy differs.
+  std::optional<AgentState> UpdateSight(Judgement judgement, int64_t now_ns);
+  // At creation: the blind state the store holds from the last run.
+  void LoadSight();
+  // The deadline of one poll of `s` (Redfish: its sweep deadline; else its interval).
+  int64_t PollBudget(const SourceState& s) const;
   // Builds the remediation step from [policy] and warm-starts the pipeline.
   static Result<std::unique_ptr<Agent>> Finish(std::unique_ptr<Agent> agent);
   void SourceLoop(SourceState& s);
@@ -239,6 +287,9 @@ class Agent {
   std::optional<int64_t> last_due_evaluation_ns_;  // RunDue's evaluate cadence
   std::optional<int64_t> last_retention_ns_;       // retention cadence (evaluating thread only)
   std::vector<Diagnosis> last_diagnoses_;
+  AgentState sight_;                    // the blind state (mu_)
+  std::optional<bool> recorded_blind_;  // what the store holds (evaluating thread only)
+  bool sight_write_failed_ = false;     // the last write of it failed (evaluating thread only)
   Status first_error_;
   std::vector<std::thread> threads_;
 };

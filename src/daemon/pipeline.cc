@@ -344,7 +344,7 @@ void Pipeline::ForgetUnreported() {
   std::erase_if(stored_findings_, [&reported](const auto& entry) { return !reported.contains(entry.first); });
 }
 
-Result<EvaluateResult> Pipeline::Evaluate(int64_t now_ns) {
+Result<EvaluateResult> Pipeline::Evaluate(int64_t now_ns, EvaluateOptions options) {
   std::lock_guard<std::mutex> lock(mu_);
   const int64_t since = now_ns - options_.window_ns;
   context_.Forget(since);
@@ -372,17 +372,26 @@ Result<EvaluateResult> Pipeline::Evaluate(int64_t now_ns) {
                        .expires_ns = EarliestExpiry(input, layer_last_seen_ns_, since),
                        .diagnoses = result.diagnoses};
   }
-  if (!result.diagnoses.empty()) {
-    const std::string signature = DiagnosisSignature(result.diagnoses.front());
-    if (signature != stored_primary_) {
-      auto id = store_.PutDiagnosis(node_, result.diagnoses.front(), now_ns);
-      if (!id.ok()) return id.status();
-      stored_primary_ = signature;
-      result.diagnosis_stored = true;
-      result.diagnosis_id = *id;
-    }
-  }
+  if (Status st = StorePrimary(result, now_ns, options); !st.ok()) return st;
   return result;
+}
+
+Status Pipeline::StorePrimary(EvaluateResult& result, int64_t now_ns, EvaluateOptions options) {
+  if (result.diagnoses.empty()) return Status::Ok();
+  const Diagnosis& primary = result.diagnoses.front();
+  const std::string signature = DiagnosisSignature(primary);
+  if (signature == stored_primary_) return Status::Ok();
+  // stored_primary_ stays the last one stored, so "none" is stored once a source sees again.
+  if (primary.fault_class == FaultClass::kNone && !options.may_store_none) {
+    result.none_withheld = true;
+    return Status::Ok();
+  }
+  auto id = store_.PutDiagnosis(node_, primary, now_ns);
+  if (!id.ok()) return id.status();
+  stored_primary_ = signature;
+  result.diagnosis_stored = true;
+  result.diagnosis_id = *id;
+  return Status::Ok();
 }
 
 }  // namespace faultline::daemon

@@ -71,9 +71,19 @@ struct PipelineStats {
   std::map<std::string, uint64_t> recomputations_by_detector;  // Findings() calls, by Detector::name()
 };
 
+// How one evaluation may answer.
+struct EvaluateOptions {
+  // False when no source is known to see the node (the agent is blind, or none has read yet:
+  // daemon/agent.h "Blind"): a "none" primary is then neither stored nor allowed to replace
+  // the stored one, since silence from sources that all fail is not health. Findings and a
+  // real diagnosis are stored as ever (a GPU that fell off the bus may take NVML with it).
+  bool may_store_none = true;
+};
+
 struct EvaluateResult {
   size_t findings_stored = 0;        // new or changed findings written this time
   bool diagnosis_stored = false;     // the primary changed and was written
+  bool none_withheld = false;        // a new "none" primary was kept out of the store (EvaluateOptions)
   int64_t diagnosis_id = 0;          // its store row id when diagnosis_stored (the policy's input)
   std::vector<Diagnosis> diagnoses;  // the isolator's current answer, primary first
 };
@@ -104,8 +114,9 @@ class Pipeline {
   // are critical (engine/detect/critical.h): the agent then evaluates at once.
   Result<AppendStats> TryIngest(Layer layer, SourceBatch& batch, size_t* critical = nullptr);
   // Collects findings, stores the new/changed ones, runs the isolator over the window
-  // ending at now_ns and stores the primary diagnosis when it changed.
-  Result<EvaluateResult> Evaluate(int64_t now_ns);
+  // ending at now_ns and stores the primary diagnosis when it changed (a "none" one only
+  // when options.may_store_none).
+  Result<EvaluateResult> Evaluate(int64_t now_ns, EvaluateOptions options = {});
   PipelineStats stats() const;
 
  private:
@@ -126,6 +137,9 @@ class Pipeline {
   Result<size_t> StoreFindings();
   // Drops from stored_findings_ every key no cache holds.
   void ForgetUnreported();
+  // Stores the result's primary when it changed and options allow it (fills its
+  // diagnosis_stored / diagnosis_id / none_withheld).
+  Status StorePrimary(EvaluateResult& result, int64_t now_ns, EvaluateOptions options);
 
   mutable std::mutex mu_;
   Store& store_;

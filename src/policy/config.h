@@ -61,8 +61,7 @@ struct PolicyConfig {
   // (fleet_verdicts.h). 0 = never waits.
   int64_t fleet_hold_ns = int64_t{60} * 1'000'000'000;
 
-  // A decision that disrupts or blames (drain, cordon, GPU reset, reboot, RMA bundle, telling
-  // the job's owner) waits until its diagnosis has been the node's primary this long, so a
+  // Every decision waits until its diagnosis has been the node's primary this long, so a
   // primary that lives a few seconds while evidence arrives takes no decision; evidence
   // that needs no wait (NeedsNoSettling in rules.h) acts at once. 0 = never waits.
   int64_t settle_ns = int64_t{20} * 1'000'000'000;

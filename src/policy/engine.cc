@@ -377,11 +377,11 @@ Result<std::optional<int64_t>> Engine::PrimarySince(const Row<Diagnosis>& row) {
   return std::optional<int64_t>();
 }
 
-// Disrupting or blaming waits until the diagnosis has settled (config.settle_ns); a
+// Every decision waits until its diagnosis has settled (config.settle_ns); a
 // decision whose diagnosis was replaced before it settled is withdrawn. nullopt = go on.
 std::optional<Outcome> Engine::Settle(const Row<Diagnosis>& row, const Decision& d, const LedgerEntry* previous,
                                       int64_t now_ns, Status& error) {
-  if (config_.settle_ns <= 0 || !NeedsSettling(d.action_class) || NeedsNoSettling(row.value)) return std::nullopt;
+  if (config_.settle_ns <= 0 || NeedsNoSettling(row.value)) return std::nullopt;
   auto since = PrimarySince(row);
   if (!since.ok()) {
     if (error.ok()) error = since.status();

@@ -24,7 +24,7 @@ bool IsOurDrain(const LedgerEntry& e) {
 }
 
 // The decision the drain was made for, as the platform saw it (its key is what Kubernetes
-// recorded on the node; its diagnosis id what Slurm's reason names).
+// recorded on the node; its node and diagnosis id the tag Slurm's reason ends with).
 actions::Decision DecisionFor(const LedgerEntry& e, const Row<Diagnosis>& diagnosis, const std::string& target) {
   actions::Decision d;
   d.key = e.key;

@@ -1,8 +1,10 @@
 // Closing an incident (`faultline resolve --diagnosis ID --fixed-by "..."`): the operator
 // says the part is fixed. Returns the node to service (Slurm resume, Kubernetes uncordon:
-// actions::Reverter) only when faultline drained or cordoned it for this diagnosis and the
-// drain is still faultline's (an operator's drain, or one made for another open diagnosis,
-// is left alone), then stores a "resolved" row (ledger.h) so the policy and
+// actions::Reverter) only when faultline drained or cordoned it for this diagnosis of this
+// store's node (ids are per store: the platform's mark names node and id) and the drain is
+// still faultline's (an operator's drain, one made for another diagnosis or another node's
+// diagnosis with the same id, or a Slurm reason from before tags named the node, is left
+// alone with a note saying why), then stores a "resolved" row (ledger.h) so the policy and
 // `check --slurm` stop acting on the incident and it can be found later.
 #pragma once
 

@@ -86,20 +86,6 @@ std::vector<Proposal> PlanActions(const Diagnosis& d) {
   return out;
 }
 
-bool NeedsSettling(ActionClass c) {
-  switch (c) {
-    case ActionClass::kCordon:
-    case ActionClass::kDrain:
-    case ActionClass::kResetGpu:
-    case ActionClass::kRebootNode:
-    case ActionClass::kRmaBundle:
-    case ActionClass::kNotifyUser:
-      return true;
-    default:
-      return false;  // a ticket or the on-call hook is cheap to correct
-  }
-}
-
 bool NeedsNoSettling(const Diagnosis& d) {
   switch (d.fault_class) {
     case FaultClass::kGpuFellOffBus:

@@ -111,7 +111,7 @@ TEST_F(KubePlatformTest, CordonDecisionLeavesCordonMarksTaintConditionAndOneEven
   ASSERT_TRUE(gpu.is_object());
   EXPECT_EQ(gpu["status"], "True");
   EXPECT_EQ(gpu["reason"], "HbmUncorrectable");
-  EXPECT_NE(gpu["message"].get<std::string>().find("gpu/3 d42"), std::string::npos);
+  EXPECT_NE(gpu["message"].get<std::string>().find("gpu/3 gpu-node-1/d42"), std::string::npos);
   ASSERT_EQ(api_->Events().size(), 1u);
   EXPECT_EQ(api_->Events()[0]["reason"], "FaultlineCordon");
   EXPECT_EQ(Count("POST", "/eviction"), 0u);  // a cordon evicts nothing
@@ -164,6 +164,7 @@ TEST_F(KubePlatformTest, RevertUndoesOnlyOurCordonForThisDecision) {
   const Json gpu = Condition("FaultlineGPUProblem");
   ASSERT_TRUE(gpu.is_object());
   EXPECT_EQ(gpu["status"], "False");
+  EXPECT_EQ(gpu["message"], "faultline: resolved gpu-node-1/d42");  // whose diagnosis 42
   ASSERT_EQ(api_->Events().size(), 2u);
   EXPECT_EQ(api_->Events()[1]["reason"], "FaultlineUncordon");
   EXPECT_EQ(api_->Events()[1]["type"], "Normal");

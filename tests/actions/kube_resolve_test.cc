@@ -112,5 +112,42 @@ TEST_F(KubeResolveTest, ACordonForAnotherDiagnosisIsNotUndone) {
   EXPECT_TRUE(Cordoned());
 }
 
+// Store ids are per node: gpu-node-2's store has a diagnosis with gpu-node-1's id too.
+// Resolving it, even aimed at gpu-node-1, never uncordons the cordon made for gpu-node-1's own.
+TEST_F(KubeResolveTest, AnotherNodesDiagnosisWithTheSameIdNeverUncordons) {
+  KubernetesPlatform by_target(*kube_);  // each decision on its own target node
+  policy::PolicyConfig config;
+  config.settle_ns = 0;               // settling has its own tests (policy_settle_test.cc)
+  config.breaker_max_percent = 50.0;  // two cordons in a fleet of 20
+  config.enable = {ActionClass::kCordon};
+  auto other = Store::Open(":memory:");
+  ASSERT_TRUE(other.ok());
+  const Row<Diagnosis> mine = Put(FaultClass::kHostMemory, "3", kT0);
+  auto their_id = (*other)->PutDiagnosis("gpu-node-2", mine.value, mine.value.last_ns);
+  ASSERT_TRUE(their_id.ok());
+  ASSERT_EQ(*their_id, mine.id);
+  const Row<Diagnosis> theirs{*their_id, "gpu-node-2", mine.value};
+  auto cordon = [&](Store& store, const std::string& node, const Row<Diagnosis>& row) {
+    policy::Engine engine(config, store, node, {&by_target}, &by_target);
+    engine.UseClock(nullptr, [](int64_t) {});  // the breaker's settle wait: no sleeping here
+    ASSERT_TRUE(engine.OnDiagnoses({row}, kT0 + 120 * kNsPerSec).ok());
+  };
+  cordon(*store_, "gpu-node-1", mine);
+  cordon(**other, "gpu-node-2", theirs);
+  ASSERT_TRUE(Cordoned());
+  ASSERT_TRUE(api_->Node("gpu-node-2")["spec"].value("unschedulable", false));
+
+  auto slip = policy::ResolveIncident(**other, theirs.id, "fixed", &by_target, "gpu-node-1", kT0 + 3600 * kNsPerSec);
+  ASSERT_TRUE(slip.ok()) << slip.status().ToString();
+  EXPECT_FALSE(slip->resumed);
+  EXPECT_TRUE(Cordoned());
+  auto r = policy::ResolveIncident(*store_, mine.id, "replaced GPU 3", &by_target, "", kT0 + 3700 * kNsPerSec);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->resumed);
+  EXPECT_FALSE(Cordoned());
+  EXPECT_TRUE(api_->Node("gpu-node-2")["spec"].value("unschedulable", false));
+  EXPECT_TRUE(api_->Violations().empty()) << api_->Violations().front();
+}
+
 }  // namespace
 }  // namespace faultline::actions

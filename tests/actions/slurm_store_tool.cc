@@ -1,6 +1,6 @@
 // Helper of slurm_real_test.sh and slurm_breaker_test.sh: writes a store holding one
 // drain-worthy diagnosis, or reads back the policy's stored drain decisions.
-//   slurm_store_tool STORE NODE [--later|--later2]   -> prints the new diagnosis row id; also
+//   slurm_store_tool STORE NODE [--later|--later2|--later3]   -> prints the new diagnosis row id; also
 //     stores one observation dated now, so `faultline check` finds the node's data fresh
 //   slurm_store_tool --count-done|--count-failed STORE NODE
 //   slurm_store_tool --latest STORE NODE  -> the latest drain decision: "STATE<TAB>OUTCOME" ("none")
@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc < 3) {
-    std::fprintf(stderr, "usage: slurm_store_tool STORE NODE [--later|--later2]\n");
+    std::fprintf(stderr, "usage: slurm_store_tool STORE NODE [--later|--later2|--later3]\n");
     return 2;
   }
   auto store = Store::Open(argv[1]);
@@ -64,17 +64,16 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string variant = argc > 3 ? argv[3] : "";
+  // One incident per variant: another GPU, first seen an hour later each.
+  const int later = variant.empty() ? 0 : variant == "--later" ? 1 : variant == "--later2" ? 2 : 3;
   Diagnosis d;
   d.fault_class = FaultClass::kHbmUncorrectable;
   d.layer = Layer::kGpu;
-  d.component = GpuComponent(variant.empty() ? "3" : variant == "--later" ? "5" : "6");
+  d.component = GpuComponent(std::string(1, "3567"[later]));
   d.action = Action::kRma;
   d.severity = Severity::kCritical;
   d.confidence = 0.9;
-  d.first_ns = 1'764'400'000LL * 1'000'000'000LL + (variant.empty()        ? 0
-                                                    : variant == "--later" ? 1
-                                                                           : 2) *
-                                                       3600'000'000'000LL;
+  d.first_ns = 1'764'400'000LL * 1'000'000'000LL + later * 3600'000'000'000LL;
   d.last_ns = d.first_ns + 60'000'000'000LL;
   d.summary = "uncorrectable ECC error on GPU";
   d.evidence.push_back(Evidence{d.first_ns, std::nullopt, Source::kKmsg, d.component.Id(), "NVRM: Xid 48: DBE", 1});

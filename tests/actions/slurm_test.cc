@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <cstdint>
+
 #include "slurm_fake.h"
 
 namespace faultline::actions {
@@ -28,12 +31,36 @@ size_t UpdateCalls(const FakeSlurm& s) {
   return n;
 }
 
-TEST(ActionsSlurm, ReasonNamesClassComponentAndDiagnosis) {
-  EXPECT_EQ(SlurmDrainReason(DrainDecision("n1")), "faultline: hbm_uncorrectable gpu/3 d42");
+TEST(ActionsSlurm, ReasonNamesClassComponentAndWhoseDiagnosis) {
+  EXPECT_EQ(SlurmDrainReason(DrainDecision("n1")), "faultline: hbm_uncorrectable gpu/3 n1/d42");
   Decision pcie = DrainDecision("n1", 7);
   pcie.diagnosis.fault_class = FaultClass::kPcieLinkDegraded;
   pcie.diagnosis.component = PcieComponent("0000:3b:00.0");
-  EXPECT_EQ(SlurmDrainReason(pcie), "faultline: pcie_link_degraded pcie/0000:3b:00.0 d7");
+  EXPECT_EQ(SlurmDrainReason(pcie), "faultline: pcie_link_degraded pcie/0000:3b:00.0 n1/d7");
+  // The tag names the node whose store holds the diagnosis, not the Slurm node drained.
+  Decision renamed = DrainDecision("gpu-7.cluster.local");
+  renamed.target_node = "gpu7";
+  EXPECT_EQ(SlurmDrainReason(renamed), "faultline: hbm_uncorrectable gpu/3 gpu-7.cluster.local/d42");
+}
+
+TEST(ActionsSlurm, DiagnosisTagKeepsHostileAndLongNodeNamesSafeBoundedAndApart) {
+  EXPECT_EQ(DiagnosisTag("gpu-7", 42), "gpu-7/d42");
+  EXPECT_EQ(DiagnosisTag("", 42), "_/d42");
+  const std::string hostile = "gpu 7\" state=resume reason='x'\n; $(id)";
+  const std::string tag = DiagnosisTag(hostile, 42);
+  EXPECT_EQ(tag.find(' '), std::string::npos) << tag;
+  const std::string node_part = tag.substr(0, tag.rfind("/d42"));
+  for (char c : node_part) {
+    EXPECT_TRUE(std::isalnum(static_cast<unsigned char>(c)) || std::string("._-").find(c) != std::string::npos)
+        << "byte " << static_cast<int>(c);
+  }
+  // Names that read alike once made safe, or share a long beginning, keep their own tags.
+  EXPECT_NE(DiagnosisTag("a b", 1), DiagnosisTag("a;b", 1));
+  EXPECT_NE(DiagnosisTag("a b", 1), DiagnosisTag("a_b", 1));
+  const std::string long_name(200, 'n');
+  EXPECT_NE(DiagnosisTag(long_name, 1), DiagnosisTag(long_name + "x", 1));
+  EXPECT_LE(DiagnosisTag(long_name, 1).size(), kDiagnosisTagNodeMaxBytes + 3);
+  EXPECT_EQ(DiagnosisTag(long_name, 1), DiagnosisTag(long_name, 1));
 }
 
 TEST(ActionsSlurm, HostileComponentNamesAreBoundedAndNeutralised) {
@@ -48,7 +75,30 @@ TEST(ActionsSlurm, HostileComponentNamesAreBoundedAndNeutralised) {
         << "byte " << static_cast<int>(c);
   }
   // The diagnosis tag survives the cut: resolve and recovery match on it.
-  EXPECT_EQ(r.substr(r.size() - 11), " d123456789");
+  EXPECT_EQ(r.substr(r.size() - 14), " n1/d123456789");
+}
+
+TEST(ActionsSlurm, TheWholeTagSurvivesTheCutWithTheLongestNodeAndId) {
+  Decision d = DrainDecision(std::string(300, 'x') + " \"; rm -rf /", INT64_MAX);
+  d.diagnosis.component.name = std::string(300, 'c');
+  const std::string r = SlurmDrainReason(d);
+  const std::string tag = DiagnosisTag(d.node, d.diagnosis_id);
+  EXPECT_LE(r.size(), kSlurmReasonMaxBytes);
+  EXPECT_TRUE(IsFaultlineReason(r)) << r;
+  ASSERT_GT(r.size(), tag.size());
+  EXPECT_EQ(r.substr(r.size() - tag.size() - 1), " " + tag) << r;
+  for (char c : r) {
+    EXPECT_TRUE(std::isalnum(static_cast<unsigned char>(c)) || std::string(" _./:#=+-").find(c) != std::string::npos)
+        << "byte " << static_cast<int>(c);
+  }
+  // What was written is what resolve matches: the node is resumed.
+  FakeSlurm slurm;
+  slurm.nodes["gpu-7"] = {};
+  d.target_node = "gpu-7";
+  SlurmActuator act(slurm);
+  ASSERT_TRUE(act.Apply(d).ok());
+  ASSERT_TRUE(act.Revert(d).ok());
+  EXPECT_FALSE(slurm.nodes["gpu-7"].drained);
 }
 
 TEST(ActionsSlurm, DrainsThroughScontrolWithoutAShell) {
@@ -57,14 +107,14 @@ TEST(ActionsSlurm, DrainsThroughScontrolWithoutAShell) {
   SlurmActuator act(slurm);
   ASSERT_TRUE(act.Apply(DrainDecision("gpu-7")).ok());
   EXPECT_TRUE(slurm.nodes["gpu-7"].drained);
-  EXPECT_EQ(slurm.nodes["gpu-7"].reason, "faultline: hbm_uncorrectable gpu/3 d42");
+  EXPECT_EQ(slurm.nodes["gpu-7"].reason, "faultline: hbm_uncorrectable gpu/3 gpu-7/d42");
   // The reason travels as one argv element, never through a shell.
   bool found = false;
   for (const auto& c : slurm.calls) {
     if (c.size() == 5 && c[1] == "update") {
       EXPECT_EQ(c[2], "nodename=gpu-7");
       EXPECT_EQ(c[3], "state=drain");
-      EXPECT_EQ(c[4], "reason=faultline: hbm_uncorrectable gpu/3 d42");
+      EXPECT_EQ(c[4], "reason=faultline: hbm_uncorrectable gpu/3 gpu-7/d42");
       found = true;
     }
   }
@@ -93,7 +143,7 @@ TEST(ActionsSlurm, AnOperatorsDrainIsNeverOverwrittenNorResumed) {
   EXPECT_EQ(*seen, Observed::kOtherOwner);
   ASSERT_TRUE(act.Apply(DrainDecision("gpu-7")).ok());
   EXPECT_EQ(slurm.nodes["gpu-7"].reason, "bad DIMM, ticket 4411");
-  Status resumed = act.ResumeIfOurs("gpu-7", "d42");
+  Status resumed = act.ResumeIfOurs("gpu-7", "gpu-7/d42");
   EXPECT_EQ(resumed.code(), StatusCode::kPermissionDenied);
   EXPECT_TRUE(slurm.nodes["gpu-7"].drained);
   EXPECT_EQ(UpdateCalls(slurm), 0u);
@@ -104,14 +154,51 @@ TEST(ActionsSlurm, ResumesOnlyItsOwnDrainForThatDiagnosis) {
   slurm.nodes["gpu-7"] = {};
   SlurmActuator act(slurm);
   ASSERT_TRUE(act.Apply(DrainDecision("gpu-7", 42)).ok());
-  // Another diagnosis (d4) or one whose id merely ends the same (d2) does not resume it.
-  EXPECT_EQ(act.ResumeIfOurs("gpu-7", "d4").code(), StatusCode::kPermissionDenied);
-  EXPECT_EQ(act.ResumeIfOurs("gpu-7", "d2").code(), StatusCode::kPermissionDenied);
+  // Another diagnosis (d4), one whose id merely ends the same (d2), another node's diagnosis
+  // with the same id, or a node whose name merely ends the same, does not resume it.
+  for (const char* tag : {"gpu-7/d4", "gpu-7/d2", "gpu-8/d42", "pu-7/d42", "7/d42", "d42"}) {
+    EXPECT_EQ(act.ResumeIfOurs("gpu-7", tag).code(), StatusCode::kPermissionDenied) << tag;
+  }
   EXPECT_TRUE(slurm.nodes["gpu-7"].drained);
-  ASSERT_TRUE(act.ResumeIfOurs("gpu-7", "d42").ok());
+  ASSERT_TRUE(act.ResumeIfOurs("gpu-7", "gpu-7/d42").ok());
   EXPECT_FALSE(slurm.nodes["gpu-7"].drained);
   // Not drained any more: resuming again is a no-op.
-  ASSERT_TRUE(act.ResumeIfOurs("gpu-7", "d42").ok());
+  ASSERT_TRUE(act.ResumeIfOurs("gpu-7", "gpu-7/d42").ok());
+}
+
+TEST(ActionsSlurm, AnotherNodesDiagnosisWithTheSameIdNeverResumes) {
+  FakeSlurm slurm;
+  slurm.nodes["gpu-7"] = {};
+  slurm.nodes["gpu-8"] = {};
+  SlurmActuator act(slurm);
+  ASSERT_TRUE(act.Apply(DrainDecision("gpu-7", 2)).ok());
+  ASSERT_TRUE(act.Apply(DrainDecision("gpu-8", 2)).ok());
+  // gpu-8's diagnosis 2, aimed at gpu-7 (an operator's --slurm-node slip): gpu-7 stays out.
+  Decision other = DrainDecision("gpu-8", 2);
+  other.target_node = "gpu-7";
+  Status refused = act.Revert(other);
+  EXPECT_EQ(refused.code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(refused.message().find("another diagnosis"), std::string::npos) << refused.message();
+  EXPECT_TRUE(slurm.nodes["gpu-7"].drained);
+  ASSERT_TRUE(act.Revert(DrainDecision("gpu-8", 2)).ok());
+  EXPECT_FALSE(slurm.nodes["gpu-8"].drained);
+  EXPECT_TRUE(slurm.nodes["gpu-7"].drained);
+}
+
+TEST(ActionsSlurm, AReasonWithoutTheNodeIsRefusedWithHowToResumeByHand) {
+  FakeSlurm slurm;
+  // Written by a faultline from before tags named the node: whose diagnosis 42 is unknown.
+  slurm.nodes["gpu-7"] = {"IDLE", true, "faultline: hbm_uncorrectable gpu/3 d42"};
+  SlurmActuator act(slurm);
+  Status s = act.Revert(DrainDecision("gpu-7", 42));
+  EXPECT_EQ(s.code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(s.message().find("scontrol update nodename=gpu-7 state=resume"), std::string::npos) << s.message();
+  // An old tag for another id is plainly another diagnosis: no hint to resume it.
+  Status other = act.Revert(DrainDecision("gpu-7", 7));
+  EXPECT_EQ(other.code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(other.message().find("scontrol"), std::string::npos) << other.message();
+  EXPECT_TRUE(slurm.nodes["gpu-7"].drained);
+  EXPECT_EQ(UpdateCalls(slurm), 0u);
 }
 
 TEST(ActionsSlurm, ControllerDownIsAnErrorNeverSuccess) {

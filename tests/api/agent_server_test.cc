@@ -88,6 +88,8 @@ TEST_F(AgentServer, MetricsCarryLiveSourceHealthAndTheEvaluationLatencyHistogram
   const std::string node = Get("/api/v1/node");
   EXPECT_NE(node.find("gpu_fell_off_bus"), std::string::npos) << node;
   EXPECT_NE(node.find("\"up\":true"), std::string::npos) << node;
+  EXPECT_NE(node.find("\"blind\":false"), std::string::npos) << node;
+  EXPECT_NE(metrics.find("faultline_agent_blind{node=\"node7\"} 0"), std::string::npos);
 }
 
 TEST_F(AgentServer, AFailingSourceIsDownWithItsErrorsCounted) {
@@ -98,6 +100,34 @@ TEST_F(AgentServer, AFailingSourceIsDownWithItsErrorsCounted) {
   EXPECT_NE(metrics.find("faultline_source_up{node=\"node7\",source=\"kmsg\"} 0"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("faultline_source_errors_total{node=\"node7\",source=\"kmsg\"} 1"), std::string::npos)
       << metrics;
+}
+
+// Every source failing: the node and /metrics say the agent is blind, name the source and
+// its error, and no "none" diagnosis was stored to read as healthy.
+TEST_F(AgentServer, EverySourceFailingIsBlindInTheNodeAndTheMetrics) {
+  daemon::AgentConfig config = Config(dir_);
+  config.kmsg.path = dir_.File("no-such-dir/kern.log");
+  config.ethernet.enabled = false;  // else the host's own interfaces are read
+  Serve(config);
+  const Json node = Json::parse(Get("/api/v1/node"));
+  EXPECT_EQ(node["blind"], true) << node.dump();
+  EXPECT_EQ(node["blind_since_ns"], kT0);
+  ASSERT_EQ(node["failing_sources"].size(), 1u) << node.dump();
+  EXPECT_EQ(node["failing_sources"][0]["source"], "kmsg");
+  EXPECT_FALSE(node["failing_sources"][0]["error"].get<std::string>().empty());
+  ASSERT_EQ(node["sources"].size(), 1u);
+  EXPECT_EQ(node["sources"][0]["up"], false);
+  EXPECT_EQ(node["sources"][0]["error"], node["failing_sources"][0]["error"]);
+  EXPECT_TRUE(node["active_diagnosis"].is_null()) << node.dump();  // no "none" to read as healthy
+  const std::string metrics = Get("/metrics");
+  EXPECT_NE(metrics.find("faultline_agent_blind{node=\"node7\"} 1"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("faultline_agent_blind_since_timestamp_seconds{node=\"node7\"}"), std::string::npos);
+  EXPECT_NE(metrics.find("faultline_source_up{node=\"node7\",source=\"kmsg\"} 0"), std::string::npos);
+  // The remediation worker's counters (RunOnce is synchronous: nothing queued).
+  EXPECT_NE(metrics.find("faultline_remediation_decisions_total{node=\"node7\"} 0"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("faultline_remediation_worker_calls_total{node=\"node7\",outcome=\"dropped\"} 0"),
+            std::string::npos);
+  EXPECT_NE(metrics.find("faultline_remediation_worker_queue_max{node=\"node7\"} 0"), std::string::npos);
 }
 
 TEST_F(AgentServer, AnAcknowledgementIsStoredInTheAgentsStore) {

@@ -47,6 +47,42 @@ TEST_F(ApiRoutes, Node) {
   EXPECT_EQ(sources, (std::set<std::string>{"nvml", "redfish", "sysfs", "kmsg"}));
 }
 
+// `serve` reads the agent's blind state from the store (store/agent_state.h): recorded blind,
+// the node says so with the failing sources, whatever diagnosis is in force.
+TEST_F(ApiRoutes, NodeShowsTheAgentsRecordedBlindness) {
+  auto provider = Provider();
+  RunningServer server(provider, {});
+  EXPECT_EQ(ParseBody(server.Client().Get("/api/v1/node"))["blind"], false);  // nothing recorded
+  AgentState blind;
+  blind.blind = true;
+  blind.since_ns = kT0 + 90 * kSec;
+  blind.updated_ns = blind.since_ns;
+  blind.sources = {
+      {.source = "kmsg", .failing = true, .error = "unavailable: /dev/kmsg: Permission denied"},
+      {.source = "dcgm_exporter", .failing = true, .error = "unavailable: connection refused", .last_success_ns = kT0}};
+  ASSERT_TRUE(PutAgentState(*store_, kNode, blind).ok());
+  Json j = ParseBody(server.Client().Get("/api/v1/node"));
+  EXPECT_EQ(j["blind"], true);
+  EXPECT_EQ(j["blind_since_ns"], kT0 + 90 * kSec);
+  ASSERT_EQ(j["failing_sources"].size(), 2u);
+  EXPECT_EQ(j["failing_sources"][0]["source"], "kmsg");
+  EXPECT_EQ(j["failing_sources"][0]["error"], "unavailable: /dev/kmsg: Permission denied");
+  EXPECT_EQ(j["failing_sources"][1]["source"], "dcgm-exporter");  // the API's name for it
+  EXPECT_EQ(j["failing_sources"][1]["last_success_ns"], kT0);
+  EXPECT_EQ(j["active_diagnosis"]["fault_class"], "gpu_fell_off_bus");  // kept; the reader is told it is blind
+  // Sight back: not blind, no failing list.
+  blind.blind = false;
+  ASSERT_TRUE(PutAgentState(*store_, kNode, blind).ok());
+  j = ParseBody(server.Client().Get("/api/v1/node"));
+  EXPECT_EQ(j["blind"], false);
+  EXPECT_FALSE(j.contains("failing_sources"));
+  // A garbled record: unknown, never "not blind".
+  ASSERT_TRUE(store_->PutCursors({{kNode, "agent", "state", "{"}}).ok());
+  j = ParseBody(server.Client().Get("/api/v1/node"));
+  EXPECT_TRUE(j["blind"].is_null());
+  EXPECT_TRUE(j.contains("blind_error"));
+}
+
 TEST_F(ApiRoutes, DiagnosesListAndOneWithEvidenceChain) {
   auto provider = Provider();
   RunningServer server(provider, {});

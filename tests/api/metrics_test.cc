@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <regex>
 #include <set>
 
@@ -103,6 +104,26 @@ TEST_F(ApiMetrics, DiagnosisInfoAndHousekeeping) {
   EXPECT_GT(Find(s, "faultline_store_size_bytes", {})->value, 0);
   EXPECT_GT(Find(s, "faultline_process_resident_memory_bytes", {})->value, 0);
   EXPECT_GE(Find(s, "faultline_process_cpu_seconds_total", {})->value, 0);
+}
+
+TEST_F(ApiMetrics, AgentBlindFromTheRecordedState) {
+  PromScrape s = Scrape();
+  ASSERT_NE(Find(s, "faultline_agent_blind", {{"node", kNode}}), nullptr) << text_;
+  EXPECT_EQ(Find(s, "faultline_agent_blind", {})->value, 0);  // nothing recorded: never blind
+  EXPECT_EQ(Find(s, "faultline_agent_blind_since_timestamp_seconds", {}), nullptr);
+  AgentState blind;
+  blind.blind = true;
+  blind.since_ns = kT0 + 90 * kSec;
+  blind.sources = {{.source = "nvml", .failing = true, .error = "unavailable: NVML_ERROR_DRIVER_NOT_LOADED"}};
+  ASSERT_TRUE(PutAgentState(*store_, kNode, blind).ok());
+  s = Scrape();
+  EXPECT_EQ(Find(s, "faultline_agent_blind", {})->value, 1);
+  EXPECT_EQ(Find(s, "faultline_agent_blind_since_timestamp_seconds", {})->value,
+            static_cast<double>(kT0 + 90 * kSec) / 1e9);
+  EXPECT_EQ(Find(s, "faultline_remediation_decisions_total", {}), nullptr);  // a stored run has no worker
+  ASSERT_TRUE(store_->PutCursors({{kNode, "agent", "state", "{"}}).ok());    // garbled: unknown, not 0
+  s = Scrape();
+  EXPECT_TRUE(std::isnan(Find(s, "faultline_agent_blind", {})->value)) << text_;
 }
 
 TEST_F(ApiMetrics, LabelValuesEscapedAndUnrepresentableOnesCounted) {

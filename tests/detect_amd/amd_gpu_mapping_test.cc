@@ -149,6 +149,8 @@ TEST(AmdGpuMapping, RetirementJudgedAgainstTheDriversThreshold) {
   EXPECT_TRUE(rma);
 }
 
+// A page that cannot be reserved is the remap-failure analog; a pending retirement is the
+// HBM's uncorrectable error, repaired by a reset (AMD has no row remapping).
 TEST(AmdGpuMapping, UnreservablePageIsRemapExhaustedPendingIsReset) {
   Pipeline run;
   AmdGpuReading r = Healthy();
@@ -159,7 +161,8 @@ TEST(AmdGpuMapping, UnreservablePageIsRemapExhaustedPendingIsReset) {
   r = Healthy();
   r.bad_pages->pending = 2;
   pending.Feed(r, kT0);
-  EXPECT_TRUE(pending.Has(FaultClass::kRowRemapPending));
+  EXPECT_TRUE(pending.Has(FaultClass::kHbmUncorrectable));
+  EXPECT_FALSE(pending.Has(FaultClass::kRowRemapPending));
 }
 
 TEST(AmdGpuMapping, SocketThermalViolationIsGpuThermalPptIsPolicy) {

@@ -134,7 +134,13 @@ TEST_F(FabricDetectIbPresent, AGoingDownAfterBeingUpStillWaitsForThePersistenceR
   IbFabricDetector det(opt_, nullptr);
   Healthy(det, 4, 400, kT0);
   det.Observe(StateObs(Port("mlx5_2", 1), kPolling, kT0 + 10 * kSec));  // a blip, maybe
-  EXPECT_TRUE(det.Findings().empty());
+  // A link down from this sample on, but only a watched note until it persists.
+  auto fs = det.Findings();
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].fault_class, FaultClass::kIbLinkDown);
+  EXPECT_EQ(fs[0].severity, Severity::kInfo);
+  EXPECT_EQ(fs[0].action, Action::kMonitor);
+  EXPECT_NE(Attr(fs[0], "since"), "unknown");
 }
 
 TEST_F(FabricDetectIbPresent, EthernetPortsAreNotHeldToInfiniBandRules) {

@@ -79,16 +79,37 @@ TEST_F(FabricDetectIb, CyclesSpreadOverHoursAreNotAFlap) {
   for (const Finding& f : det_.Findings()) EXPECT_NE(f.fault_class, FaultClass::kIbLinkDown);
 }
 
+// A port seen ACTIVE that reads down is a link down from that sample on (never "errors",
+// whose plan differs): a watched note until it has stayed down ib_down_after, then critical.
 TEST_F(FabricDetectIb, DownForMinutesIsADrop) {
   State("mlx5_5", 4, kT0);
   State("mlx5_5", 1, kT0 + 60 * kSec);
+  auto early = det_.Findings();
+  ASSERT_EQ(early.size(), 1u);
+  EXPECT_EQ(early[0].fault_class, FaultClass::kIbLinkDown);
+  EXPECT_EQ(early[0].severity, Severity::kInfo);
+  EXPECT_EQ(early[0].action, Action::kMonitor);
   State("mlx5_5", 1, kT0 + 120 * kSec);  // down 60 s so far
-  EXPECT_TRUE(det_.Findings().empty());
+  EXPECT_EQ(det_.Findings().at(0).severity, Severity::kInfo);
   State("mlx5_5", 1, kT0 + 240 * kSec);  // 3 min
   auto fs = det_.Findings();
   ASSERT_EQ(fs.size(), 1u);
   EXPECT_EQ(fs[0].fault_class, FaultClass::kIbLinkDown);
+  EXPECT_EQ(fs[0].severity, Severity::kCritical);
+  EXPECT_NE(fs[0].action, Action::kMonitor);
   EXPECT_EQ(Attr(fs[0], "mode"), "down");
+}
+
+// Whichever poll lands first, the port's link_downed counter (+1) or its state, the
+// finding is a link down as soon as the state is read.
+TEST_F(FabricDetectIb, TheDownedCounterBeforeTheStateIsStillALinkDown) {
+  State("mlx5_5", 4, kT0);
+  Feed(Obs(IbRef("mlx5_5", "1"), ObsKind::kIbLinkDowned, 0, kT0));
+  Feed(Obs(IbRef("mlx5_5", "1"), ObsKind::kIbLinkDowned, 1, kT0 + 10 * kSec));
+  State("mlx5_5", 1, kT0 + 12 * kSec);
+  auto fs = det_.Findings();
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].fault_class, FaultClass::kIbLinkDown);
 }
 
 TEST_F(FabricDetectIb, NeverActiveUnlistedPortIsOnlyANoteNeverEscalated) {

@@ -187,9 +187,11 @@ TEST_F(GpuDetectMemoryTest, DbeRetirementsSpreadOverMonthsDoNotFire) {
   EXPECT_TRUE(det_->Findings().empty());
 }
 
+// Page retirement (no row remapping): the HBM's uncorrectable error, repaired by a reset.
 TEST_F(GpuDetectMemoryTest, RetirementPendingAsksForReset) {
   Feed(ObsKind::kRetiredPagesPending, 0, kT0, 1);
-  auto f = Of(*det_, FaultClass::kRowRemapPending);
+  EXPECT_TRUE(Of(*det_, FaultClass::kRowRemapPending).empty());
+  auto f = Of(*det_, FaultClass::kHbmUncorrectable);
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(Attr(f[0], "mechanism"), "page_retirement");
   EXPECT_EQ(f[0].action, Action::kResetGpu);

@@ -311,6 +311,19 @@ TEST(KernelNic, InformationalMlx5MessagesMakeNoFinding) {
   EXPECT_EQ(power[0].fault_class, FaultClass::kPowerInsufficient);
 }
 
+// A module pulled out leaves no link: a link down on the NIC (reseat), not link errors.
+TEST(KernelNic, CableUnpluggedIsALinkDown) {
+  auto fs = Detect(Mlx5(1, "mlx5_port_module_event:1145:(pid 0): Port module event: module 0, Cable unplugged"));
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].fault_class, FaultClass::kIbLinkDown);
+  EXPECT_EQ(fs[0].action, Action::kReseatOrReplaceLink);
+  // Another module event stays link errors.
+  auto other = Detect(Mlx5(2, "mlx5_port_module_event:1145:(pid 0): Port module event[error]: module 0, Cable error, "
+                              "High Temperature"));
+  ASSERT_EQ(other.size(), 1u);
+  EXPECT_EQ(other[0].fault_class, FaultClass::kIbLinkErrors);
+}
+
 TEST(KernelNic, TheNetdevNameTravelsWithTheNic) {
   auto fs = Detect(Line(9,
                         "mlx5_core 0000:3b:00.0 mlx5_0: poll_health:738:(pid 0): device's health compromised - "

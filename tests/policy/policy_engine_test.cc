@@ -82,7 +82,7 @@ TEST_F(PolicyEngineTest, DryRunByDefaultStoresWhatItWouldDo) {
   // The dry run says what it would do, with the drain reason.
   bool said = false;
   for (const auto& r : Rows())
-    said |= r.outcome.find("would drain gpu-7 (faultline: hbm_uncorrectable gpu/3 d") != std::string::npos;
+    said |= r.outcome.find("would drain gpu-7 (faultline: hbm_uncorrectable gpu/3 gpu-7/d") != std::string::npos;
   EXPECT_TRUE(said);
   // Again: nothing new.
   const size_t before = Rows().size();
@@ -112,7 +112,7 @@ TEST_F(PolicyEngineTest, EnabledDrainIsDecidedThenDoneWithEvidence) {
     EXPECT_FALSE(r.dry_run);
     EXPECT_EQ(r.attrs.at("rule"), "plan:hbm_uncorrectable");
     EXPECT_EQ(r.attrs.at("evidence"), "finding:" + std::to_string(*fid));
-    EXPECT_EQ(r.reason, "faultline: hbm_uncorrectable gpu/3 d" + std::to_string(row.id));
+    EXPECT_EQ(r.reason, "faultline: hbm_uncorrectable gpu/3 gpu-7/d" + std::to_string(row.id));
   }
   // The other classes stay dry runs.
   EXPECT_EQ(RowsWith(ActionClass::kRmaBundle, "dry_run"), 1u);

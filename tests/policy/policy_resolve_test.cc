@@ -15,6 +15,7 @@
 #include "policy/engine.h"
 #include "policy/resolve.h"
 #include "policy_fakes.h"
+#include "store/agent_state.h"
 #include "store/store.h"
 
 namespace faultline::policy {
@@ -60,7 +61,7 @@ TEST_F(PolicyResolveTest, DrainThenResolveResumesOnlyOurDrain) {
   auto out = e.OnDiagnoses({row}, kT0 + 60 * kSec);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   ASSERT_TRUE(fake_.nodes["gpu-7"].drained);
-  EXPECT_EQ(fake_.nodes["gpu-7"].reason, "faultline: gpu_fell_off_bus gpu/2 d" + std::to_string(row.id));
+  EXPECT_EQ(fake_.nodes["gpu-7"].reason, "faultline: gpu_fell_off_bus gpu/2 gpu-7/d" + std::to_string(row.id));
   auto active = ActiveDiagnoses(*store_, "gpu-7");
   ASSERT_TRUE(active.ok());
   ASSERT_EQ(active->size(), 1u);
@@ -111,6 +112,60 @@ TEST_F(PolicyResolveTest, ResolveNeverResumesAnOperatorsDrain) {
   EXPECT_TRUE(fake_.nodes["gpu-8"].drained);
 }
 
+// Each node's store numbers its own diagnoses: gpu-8's store has a diagnosis with the id of
+// gpu-7's. Resolving gpu-8's, even aimed at gpu-7 (--slurm-node), never resumes gpu-7.
+TEST_F(PolicyResolveTest, AnotherNodesDiagnosisWithTheSameIdNeverResumes) {
+  auto other = Store::Open(":memory:");
+  ASSERT_TRUE(other.ok());
+  const Diagnosis fault = MakeDiagnosis(FaultClass::kGpuFellOffBus, Action::kDrain, GpuComponent("2"), kT0);
+  const Row<Diagnosis> mine = Put(fault);
+  auto their_id = (*other)->PutDiagnosis("gpu-8", fault, fault.last_ns);
+  ASSERT_TRUE(their_id.ok());
+  ASSERT_EQ(*their_id, mine.id);
+  PolicyConfig c;
+  c.settle_ns = 0;
+  c.breaker_max_percent = 100.0;  // both nodes of this two-node fleet may go out
+  c.enable = {ActionClass::kDrain};
+  Engine on7(c, *store_, "gpu-7", {&slurm_}, &slurm_);
+  Engine on8(c, **other, "gpu-8", {&slurm_}, &slurm_);
+  for (Engine* e : {&on7, &on8}) e->UseClock(nullptr, [](int64_t) {});
+  ASSERT_TRUE(on7.OnDiagnoses({mine}, kT0 + 60 * kSec).ok());
+  ASSERT_TRUE(on8.OnDiagnoses({Row<Diagnosis>{*their_id, "gpu-8", fault}}, kT0 + 60 * kSec).ok());
+  ASSERT_TRUE(fake_.nodes["gpu-7"].drained);
+  ASSERT_TRUE(fake_.nodes["gpu-8"].drained);
+
+  auto slip = ResolveIncident(**other, *their_id, "fixed", &slurm_, "gpu-7", kT0 + 3600 * kSec);
+  ASSERT_TRUE(slip.ok()) << slip.status().ToString();
+  EXPECT_FALSE(slip->resumed);
+  EXPECT_TRUE(fake_.nodes["gpu-7"].drained);
+  auto r = ResolveIncident(*store_, mine.id, "reseated GPU 2", &slurm_, "", kT0 + 3700 * kSec);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->resumed);
+  EXPECT_FALSE(fake_.nodes["gpu-7"].drained);
+  EXPECT_TRUE(fake_.nodes["gpu-8"].drained);
+}
+
+// A drain made before tags named the node ("... d<id>"): whose diagnosis it is cannot be
+// told, so resolve leaves it, says how to resume by hand, and still closes the incident.
+TEST_F(PolicyResolveTest, AnOldTagWithoutTheNodeIsLeftWithHowToResume) {
+  auto row = Put(MakeDiagnosis(FaultClass::kGpuFellOffBus, Action::kDrain, GpuComponent("2"), kT0));
+  fake_.nodes["gpu-7"] = {"IDLE", true, "faultline: gpu_fell_off_bus gpu/2 d" + std::to_string(row.id)};
+  Engine e = MakeEngine();
+  ASSERT_TRUE(e.OnDiagnoses({row}, kT0 + 60 * kSec).ok());  // already faultline's: recorded done
+  auto r = ResolveIncident(*store_, row.id, "reseated GPU 2", &slurm_, "", kT0 + 3600 * kSec);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(r->resumed);
+  EXPECT_TRUE(fake_.nodes["gpu-7"].drained);
+  bool told = false;
+  for (const auto& note : r->notes) {
+    told |= note.find("scontrol update nodename=gpu-7 state=resume") != std::string::npos;
+  }
+  EXPECT_TRUE(told);
+  auto active = ActiveDiagnoses(*store_, "gpu-7");
+  ASSERT_TRUE(active.ok());
+  EXPECT_TRUE(active->empty());
+}
+
 TEST_F(PolicyResolveTest, ResolveEndsTheCooldownOfItsIncident) {
   auto first = Put(MakeDiagnosis(FaultClass::kGpuFellOffBus, Action::kDrain, GpuComponent("2"), kT0));
   Engine e = MakeEngine();
@@ -128,7 +183,7 @@ TEST_F(PolicyResolveTest, ResolveEndsTheCooldownOfItsIncident) {
   Engine after = MakeEngine();
   ASSERT_TRUE(after.OnDiagnoses({second}, kT0 + 300 * kSec).ok());
   EXPECT_TRUE(fake_.nodes["gpu-7"].drained);
-  EXPECT_EQ(fake_.nodes["gpu-7"].reason, "faultline: hbm_uncorrectable gpu/5 d" + std::to_string(second.id));
+  EXPECT_EQ(fake_.nodes["gpu-7"].reason, "faultline: hbm_uncorrectable gpu/5 gpu-7/d" + std::to_string(second.id));
 }
 
 TEST_F(PolicyResolveTest, ResolveErrors) {
@@ -240,6 +295,60 @@ TEST(PolicyCheckBinary, ReportOnlyModeReadsTheStoreAndExitsByVerdict) {
   EXPECT_EQ(after.rc, 0) << after.out;
   EXPECT_EQ(RunBinary("resolve --diagnosis 99999 --fixed-by x --no-slurm --store " + path).rc, 2);
   EXPECT_EQ(RunBinary("resolve --diagnosis 1 --store " + path).rc, 2);  // --fixed-by is required
+  std::filesystem::remove_all(dir);
+}
+
+// The agent recorded that every source fails (store/agent_state.h): check is unknown (exit 3)
+// naming the sources, never ok and never a drain, even over a fresh drain-worthy diagnosis;
+// --apply drains nothing and writes nothing. Sight back, the diagnosis counts again.
+TEST(PolicyCheckBinary, AnAgentRecordedBlindIsUnknownAndNeverDrains) {
+  const std::string dir = ::testing::TempDir() + "/faultline-check-blind-" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/faultline.db";
+  const int64_t now = SystemClock().NowNs();
+  AgentState blind;
+  blind.blind = true;
+  blind.since_ns = now - 120 * kSec;
+  blind.updated_ns = blind.since_ns;
+  blind.sources = {{.source = "kmsg", .failing = true, .error = "unavailable: /dev/kmsg: Permission denied"},
+                   {.source = "nvml", .failing = true, .error = "unavailable: NVML_ERROR_DRIVER_NOT_LOADED"}};
+  {
+    auto store = Store::Open(path);
+    ASSERT_TRUE(store.ok());
+    Observation heard;  // data is fresh: only the agent's own word makes it unknown
+    heard.time_ns = now;
+    heard.node = "gpu-7";
+    heard.layer = Layer::kGpu;
+    heard.component = GpuComponent("2");
+    heard.text = "heard";
+    ASSERT_TRUE((*store)->Append({heard}).ok());
+    ASSERT_TRUE((*store)
+                    ->PutDiagnosis(
+                        "gpu-7", MakeDiagnosis(FaultClass::kGpuFellOffBus, Action::kDrain, GpuComponent("2"), kT0), kT0)
+                    .ok());
+    ASSERT_TRUE(PutAgentState(**store, "gpu-7", blind).ok());
+  }
+  Ran unknown = RunBinary("check --slurm --store " + path + " --slurm-node gpu-7");
+  EXPECT_EQ(unknown.rc, 3) << unknown.out;
+  EXPECT_EQ(unknown.out.rfind("faultline: unknown: gpu-7: the agent is blind: every source failing for 12", 0), 0u)
+      << unknown.out;
+  EXPECT_NE(unknown.out.find("kmsg: unavailable: /dev/kmsg: Permission denied; nvml: "), std::string::npos)
+      << unknown.out;
+  // --apply (with no scontrol reachable) stops at the same verdict, before any Slurm call.
+  Ran applied = RunBinary("check --slurm --apply --timeout 1 --store " + path + " --slurm-node gpu-7");
+  EXPECT_EQ(applied.rc, 3) << applied.out;
+  {
+    auto store = Store::Open(path);
+    ASSERT_TRUE(store.ok());
+    auto actions = (*store)->ListActions(RecordQuery{.node = "gpu-7"});
+    ASSERT_TRUE(actions.ok());
+    EXPECT_TRUE(actions->rows.empty());  // no decision, no drain
+    blind.blind = false;
+    ASSERT_TRUE(PutAgentState(**store, "gpu-7", blind).ok());
+  }
+  Ran sees = RunBinary("check --slurm --store " + path + " --slurm-node gpu-7");
+  EXPECT_EQ(sees.rc, 1) << sees.out;  // the diagnosis warrants a drain again (report only)
+  EXPECT_EQ(sees.out.rfind("faultline: drain: gpu-7: gpu_fell_off_bus gpu/2", 0), 0u) << sees.out;
   std::filesystem::remove_all(dir);
 }
 

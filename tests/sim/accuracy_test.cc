@@ -122,6 +122,28 @@ TEST(DecisionScore, OnAHealthyNodeOnlyDisruptiveOrBlamingDecisionsAreWrong) {
   EXPECT_EQ(ScoreDecisions({}, healthy, kEpoch).taken, 0);
 }
 
+// A scenario may hold other incidents than its truth (a program's bug before the host
+// fault): a decision for one of them, from its start on, is right; before it, or for any
+// other class, it is still wrong.
+TEST(DecisionScore, ADecisionForAnotherStatedIncidentIsNotWrong) {
+  Truth truth{.fault_class = FaultClass::kHostMemory, .start_s = 300};
+  truth.also.push_back({FaultClass::kUserApplication, 90, "a program's XID 13 storm on GPU 0"});
+  const std::vector<ActionRecord> rows = {
+      Row(80, "early", "notify_user", "user_application|gpu/0", "dry_run"),  // before it began: wrong
+      Row(130, "told", "notify_user", "user_application|gpu/0", "dry_run"),
+      Row(140, "other", "webhook", "nvlink_errors|nvlink/0/1", "dry_run"),
+      Row(310, "right", "cordon", "host_memory|host/dimm", "dry_run"),
+  };
+  const DecisionScore score = ScoreDecisions(rows, truth, kEpoch);
+  EXPECT_EQ(score.taken, 4);
+  EXPECT_EQ(score.wrong, 2);
+  ASSERT_EQ(score.wrong_details.size(), 2u);
+  EXPECT_NE(score.wrong_details[0].find("t=80s"), std::string::npos) << score.wrong_details[0];
+  EXPECT_NE(score.wrong_details[1].find("nvlink_errors"), std::string::npos) << score.wrong_details[1];
+  ASSERT_TRUE(score.first_correct_s.has_value());
+  EXPECT_DOUBLE_EQ(*score.first_correct_s, 310);
+}
+
 TEST(DecisionScore, FlapsCountChangesAfterTheFirstRealAnswer) {
   auto change = [](double t, FaultClass c) {
     DiagnosisChange ch;

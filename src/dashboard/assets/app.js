@@ -94,9 +94,39 @@ function renderHeader(node) {
   }
 }
 
-function renderStatus(dx, actions, nowNs) {
+// The agent sees nothing (every source failing, docs/agent.md "Blind"), or its state cannot be
+// read: whatever diagnosis is shown, the node's health is unknown, and the page says so first.
+function renderBlind(node) {
+  const box = document.getElementById('blind');
+  box.replaceChildren();
+  box.hidden = node.blind === false || node.blind === undefined;
+  if (box.hidden) return;
+  if (node.blind === null) {
+    box.append(el('p', {class: 'headline'}, 'Health unknown: the agent\'s state cannot be read'),
+               el('p', {}, node.blind_error || ''));
+    return;
+  }
+  box.append(el('p', {class: 'headline'}, 'Health unknown: every source failing'),
+             el('p', {}, 'Since ' + iso(node.blind_since_ns) + ' (' +
+                         duration(Number(node.now_ns) - Number(node.blind_since_ns)) + ' ago). ' +
+                         'No diagnosis, "no fault" included, can be trusted until a source reads the node again.'));
+  const list = el('ul', {'data-testid': 'failing-sources'});
+  for (const s of node.failing_sources || []) {
+    list.append(el('li', {}, el('b', {}, s.source), ': ' + s.error +
+                             (s.last_success_ns ? ' (last success ' + iso(s.last_success_ns) + ')' : '')));
+  }
+  box.append(list);
+}
+
+function renderStatus(dx, actions, nowNs, blind) {
   const box = document.getElementById('status');
   box.replaceChildren();
+  if ((!dx || dx.fault_class === 'none') && blind !== false && blind !== undefined) {
+    box.className = 'card status sev-unknown';
+    box.append(el('p', {class: 'headline', 'data-testid': 'diagnosis-class'}, 'Health unknown'),
+               el('p', {class: 'summary'}, 'The agent cannot read the node (see above): no fault found is not health.'));
+    return;
+  }
   if (!dx || dx.fault_class === 'none') {
     box.className = 'card status';
     box.append(el('p', {class: 'headline', 'data-testid': 'diagnosis-class'}, 'No fault needs action'),
@@ -278,10 +308,11 @@ function renderTimeline(rows, dx, since, until) {
 async function load() {
   const node = await get('/api/v1/node');
   renderHeader(node);
+  renderBlind(node);
   const [list, acts] = await Promise.all([get('/api/v1/diagnoses?limit=100'), get('/api/v1/actions?limit=100')]);
   const wanted = Number(location.hash.slice(1)) || (node.active_diagnosis ? node.active_diagnosis.id : 0);
   const dx = wanted ? await get('/api/v1/diagnoses/' + wanted) : node.active_diagnosis;
-  renderStatus(dx, acts.actions, node.now_ns);
+  renderStatus(dx, acts.actions, node.now_ns, node.blind);
   renderEvidence(dx);
   renderDiagnoses(list.diagnoses, dx ? dx.id : 0);
   renderActions(acts.actions);

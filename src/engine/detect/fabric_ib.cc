@@ -134,8 +134,24 @@ void IbFabricDetector::ObserveState(const std::string& end, const Observation& o
   const bool expected = st.seen_active || ListedInTopology(obs.component) ||
                         (st.down_from_start && !st.ethernet && ActiveSiblings(end, st) > 0);
   const int64_t down_for = obs.time_ns - st.down_since_ns;
-  if (!expected || down_for < opt_.ib_down_after_ns) return;
+  if (!expected) return;
+  if (down_for < opt_.ib_down_after_ns) {
+    // A port seen ACTIVE that reads down now is a link down from this sample on, whichever
+    // poll (or the driver's "link went down" counter) told first: named anything else
+    // meanwhile, the port would get another fault's plan. Until it has stayed down it is a
+    // note (info, watched): a blip pages nobody, yet it can explain slow steps.
+    if (!st.seen_active) return;
+    EndIssue& issue = issues_[end];
+    issue.Mark(obs, FaultClass::kIbLinkDown, Severity::kInfo,
+               "port " + StateText(obs) + " (was ACTIVE); a drop once down " +
+                   FormatRate(static_cast<double>(opt_.ib_down_after_ns) / 60e9) + " min",
+               opt_);
+    issue.attrs["mode"] = "down";
+    if (issue.severity <= Severity::kInfo) issue.monitor_only = true;
+    return;
+  }
   EndIssue& issue = issues_[end];
+  issue.monitor_only = false;
   const std::string minutes = FormatRate(static_cast<double>(down_for) / 60e9);
   issue.Mark(obs, FaultClass::kIbLinkDown, Severity::kCritical,
              "port " + StateText(obs) +

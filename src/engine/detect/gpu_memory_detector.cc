@@ -159,8 +159,14 @@ class GpuMemoryDetector final : public Detector {
     f.action = Action::kResetGpu;
     f.confidence = 0.9;
     if (rule == kRuleRetiredPending) {
+      // A GPU that retires pages has no row remapping: what broke is its HBM (an uncorrectable
+      // error), and the reset retires the page. Named row_remap_pending, it would tell the
+      // operator of a repair state this GPU does not have (docs/isolator.md: the remap state
+      // decides only on GPUs with row remapping).
+      f.fault_class = FaultClass::kHbmUncorrectable;
       f.attrs["mechanism"] = "page_retirement";
-      f.summary = "pages pending retirement on " + obs.component.Id() + "; reset the GPU (or reboot) to retire them";
+      f.summary = "uncorrectable HBM error on " + obs.component.Id() +
+                  ": pages pending retirement; reset the GPU (or reboot) to retire them";
     } else {
       f.attrs["mechanism"] = "row_remap";
       f.summary = "row remap pending on " + obs.component.Id() + "; reset the GPU to apply it";

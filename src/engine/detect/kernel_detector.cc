@@ -667,7 +667,12 @@ class Folder {
       // "Cable plugged" is a cable coming back, not a fault.
       if (detail.find("plugged") != std::string::npos && detail.find("unplugged") == std::string::npos) return;
       if (!nic.module) nic.module_text = detail;
-      grow(nic.module, FaultClass::kIbLinkErrors, Action::kReseatOrReplaceLink, Severity::kWarning);
+      // A module pulled out leaves no link: named as errors, the port would get the plan of a
+      // noisy link until the port-state poll caught up.
+      const bool unplugged = detail.find("unplugged") != std::string::npos;
+      grow(nic.module, unplugged ? FaultClass::kIbLinkDown : FaultClass::kIbLinkErrors, Action::kReseatOrReplaceLink,
+           Severity::kWarning);
+      if (unplugged) nic.module->fault_class = FaultClass::kIbLinkDown;
     } else if (ev == "link_down" || ev == "link_up") {
       if (ev == "link_down") nic.downs += static_cast<int>(obs.count), nic.last_down = kernel::LastTimeOf(obs);
       if (ev == "link_up") nic.last_up = kernel::LastTimeOf(obs);

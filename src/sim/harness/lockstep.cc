@@ -226,12 +226,15 @@ DecisionScore ScoreDecisions(const std::vector<ActionRecord>& actions, const Tru
     const double t = static_cast<double>(r->time_ns - epoch_ns) / 1e9;
     const std::optional<FaultClass> cls = DecisionFaultClass(*r);
     const std::optional<actions::ActionClass> action = actions::ParseActionClass(Attr(*r, "class"));
-    const bool wrong = healthy ? ActsOnAHealthyNode(action) : cls != truth.fault_class;
+    const bool stated = std::any_of(truth.also.begin(), truth.also.end(), [&](const OtherIncident& o) {
+      return cls == o.fault_class && t >= o.start_s;
+    });
+    const bool wrong = !stated && (healthy ? ActsOnAHealthyNode(action) : cls != truth.fault_class);
     if (wrong) {
       ++score.wrong;
       score.wrong_details.push_back("t=" + FormatSeconds(t) + "s " + Attr(*r, "class") + " for " + Attr(*r, "fault") +
                                     " (" + Attr(*r, "state") + (r->dry_run ? ", dry run)" : ")"));
-    } else if (!healthy && !score.first_correct_s) {
+    } else if (!healthy && cls == truth.fault_class && !score.first_correct_s) {
       score.first_correct_s = t;
     }
   }

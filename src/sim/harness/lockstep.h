@@ -86,7 +86,8 @@ struct DecisionScore {
   int taken = 0;
   // Taken for a diagnosis whose fault class is not the truth's, dry run or not. On a
   // healthy scenario (truth class none): any taken cordon, drain, GPU reset, reboot, RMA
-  // bundle or user notice (a webhook or facility ticket only informs).
+  // bundle or user notice (a webhook or facility ticket only informs). A decision for one
+  // of the truth's other incidents (Truth::also), from its start on, is not wrong.
   int wrong = 0;
   std::vector<std::string> wrong_details;  // "t=12.0s drain for gpu_thermal|gpu/3 (dry run)"
   // The first taken decision for a diagnosis of the truth's class (scenario seconds).

@@ -211,9 +211,28 @@ Status ParseWorkload(const Json& j, WorkloadSpec& wl) {
   return Status::Ok();
 }
 
+Status ParseOtherIncident(const Json& j, size_t index, OtherIncident& o) {
+  const std::string w = "truth.also[" + std::to_string(index) + "]";
+  if (!j.is_object()) return ScenarioError(w, "expected {fault_class, start_s, why}");
+  FL_TRY(CheckKeys(j, w, {"fault_class", "start_s", "why"}));
+  std::string cls;
+  FL_TRY(ReadString(j, "fault_class", w, 64, cls));
+  auto fc = ParseFaultClass(cls);
+  if (!fc || *fc == FaultClass::kNone) return ScenarioError(w + ".fault_class", "unknown fault class '" + cls + "'");
+  o.fault_class = *fc;
+  FL_TRY(ReadNumber(j, "start_s", w, 0, kMaxDurationS, o.start_s));
+  FL_TRY(ReadString(j, "why", w, 512, o.why));
+  if (o.why.empty()) return ScenarioError(w + ".why", "say what this other incident is");
+  return Status::Ok();
+}
+
 Status ParseTruth(const Json& j, Truth& t) {
   const std::string w = "truth";
-  FL_TRY(CheckKeys(j, w, {"fault_class", "component", "components", "action", "start_s", "slow"}));
+  FL_TRY(CheckKeys(j, w, {"fault_class", "component", "components", "action", "start_s", "slow", "also"}));
+  if (auto it = j.find("also"); it != j.end()) {
+    if (!it->is_array() || it->size() > 8) return ScenarioError(w + ".also", "expected a list of at most 8 incidents");
+    for (size_t i = 0; i < it->size(); ++i) FL_TRY(ParseOtherIncident((*it)[i], i, t.also.emplace_back()));
+  }
   std::string cls, action, component;
   FL_TRY(ReadString(j, "fault_class", w, 64, cls));
   auto fc = ParseFaultClass(cls);

@@ -72,12 +72,23 @@ struct AgentSchedule {
 // What a correct diagnosis says. `components` lists the ids that name the faulty part
 // (gpu/3, psu/PSU2, pcie/0000:1b:00.0, ...); any of them matches. Empty for none and
 // workload_imbalance.
+// Another incident a scenario holds besides its truth (a user program's bug before the host
+// fault that matters, a link's errors before it goes down, a node built without PSU
+// redundancy): a decision taken for it from `start_s` on is right, not "for a wrong
+// diagnosis". The final answer is still the truth. `why` says what it is (required).
+struct OtherIncident {
+  FaultClass fault_class = FaultClass::kNone;
+  double start_s = 0;
+  std::string why;
+};
+
 struct Truth {
   FaultClass fault_class = FaultClass::kNone;
   std::vector<std::string> components;
   Action action = Action::kNone;
   double start_s = 0;  // when the fault began (scenario seconds)
   bool slow = false;   // the fault slows the job down
+  std::vector<OtherIncident> also;
 };
 
 enum class NodeFaultKind {
