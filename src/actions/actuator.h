@@ -88,6 +88,14 @@ class Actuator {
   virtual bool Handles(ActionClass c) const = 0;
   virtual Status Apply(const Decision& decision) = 0;
   virtual Result<Observed> Observe(const Decision& decision) = 0;
+  // The part of an action that cannot be undone, run by the policy engine only once the
+  // breaker's second look has kept the drain (Kubernetes: the evictions after the cordon).
+  // Apply does only what a Reverter can take back, so a drain over the fleet's budget is
+  // undone before any work was moved. Default: nothing left to do.
+  virtual Status Finish(const Decision& decision) {
+    (void)decision;
+    return Status::Ok();
+  }
 };
 
 // A platform where faultline's own cordon or drain can be undone (`faultline resolve`,

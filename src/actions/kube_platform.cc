@@ -74,16 +74,34 @@ Status KubernetesPlatform::Apply(const Decision& d) {
   if (!cordon.ok()) return cordon.status();
   if (*cordon == CordonOutcome::kCordonedByOther) return Status::Ok();  // cordoned in between
   if (Status s = Mark(node, d, *cordon == CordonOutcome::kCordoned); !s.ok()) return s;
-  if (d.action_class == ActionClass::kDrain) {
-    auto drained = kube_.Drain(node, d.key);
-    if (!drained.ok()) return drained.status();
+  // Only the cordon here: it can be undone (Revert). A drain's evictions wait for Finish,
+  // after the breaker's second look has kept this node's drain.
+  auto st = kube_.GetNodeState(node);
+  if (!st.ok()) return st.status();
+  if (!st->unschedulable || st->cordoned_by != kube_.options().identity) {
+    return Status(StatusCode::kUnavailable,
+                  "kubernetes: " + node + " is not cordoned by faultline after the requests were accepted");
   }
+  return Status::Ok();
+}
+
+Status KubernetesPlatform::Finish(const Decision& d) {
+  if (d.action_class != ActionClass::kDrain) return Status::Ok();
+  const std::string node = NodeFor(d);
+  auto st = kube_.GetNodeState(node);
+  if (!st.ok()) return st.status();
+  // Someone else's cordon (Apply left it alone): theirs, and so are its pods.
+  if (st->unschedulable && st->cordoned_by != kube_.options().identity) return Status::Ok();
+  // Never evict from a node in service: uncordoned since Apply (the breaker's undo, resolve).
+  if (!st->unschedulable) {
+    return Status(StatusCode::kUnavailable, "kubernetes: " + node + " was uncordoned before its pods were evicted");
+  }
+  auto drained = kube_.Drain(node, d.key);
+  if (!drained.ok()) return drained.status();
   auto after = Observe(d);
   if (!after.ok()) return after.status();
   if (*after != Observed::kInEffect) {
-    return Status(StatusCode::kUnavailable, "kubernetes: " + node + " is not " +
-                                                (d.action_class == ActionClass::kDrain ? "drained" : "cordoned") +
-                                                " after the requests were accepted");
+    return Status(StatusCode::kUnavailable, "kubernetes: " + node + " is not drained after the evictions were accepted");
   }
   return Status::Ok();
 }

@@ -8,9 +8,13 @@
 //    (spec.unschedulable with the annotations faultline.io/cordoned-by, -cordoned-at and
 //    faultline.io/decision = the decision key), an Event when this call made the cordon, the
 //    faultline.io/fault taint (value = the fault class), the layer's NodeCondition (True,
-//    reason = the fault class), and for drain the evictions (KubernetesActuator::Drain: PDBs
-//    respected, nothing forced). Every step is idempotent, so a retry after a failure redoes
-//    only what is missing. OK only when Observe then answers kInEffect.
+//    reason = the fault class). OK when the node is then cordoned with our mark. Every step is
+//    idempotent, so a retry after a failure redoes only what is missing.
+//  - Finish (a drain, after the breaker's second look kept it): the evictions
+//    (KubernetesActuator::Drain: PDBs respected, nothing forced); OK only when Observe then
+//    answers kInEffect. Someone else's cordon: nothing done; a node uncordoned since Apply:
+//    kUnavailable, nothing evicted. Apply alone never moves a pod, so the breaker's undo of a
+//    drain over the fleet's budget costs no job its place.
 //  - Observe: unschedulable with our cordoned-by mark -> kInEffect (a drain also needs no
 //    evictable pod left on the node; while some remain it is kNotInEffect and Apply goes
 //    on evicting); unschedulable without our mark -> kOtherOwner; else kNotInEffect.
@@ -42,6 +46,7 @@ class KubernetesPlatform final : public Actuator, public FleetView, public Rever
 
   bool Handles(ActionClass c) const override;
   Status Apply(const Decision& decision) override;
+  Status Finish(const Decision& decision) override;
   Result<Observed> Observe(const Decision& decision) override;
   Result<FleetState> Read() override;
   Status Revert(const Decision& decision) override;

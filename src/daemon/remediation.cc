@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -56,6 +57,7 @@ class GatedActuator : public actions::Actuator {
     return handles;
   }
   Status Apply(const actions::Decision& d) override { return gate_.open() ? inner_->Apply(d) : Stopped(); }
+  Status Finish(const actions::Decision& d) override { return gate_.open() ? inner_->Finish(d) : Stopped(); }
   Result<actions::Observed> Observe(const actions::Decision& d) override {
     if (!gate_.open()) return Stopped();
     return inner_->Observe(d);
@@ -194,6 +196,7 @@ struct Remediation::Core {
 
   // The engine's thread (the caller's when synchronous, else the worker's) only.
   void Process(const Job& job);
+  static int64_t NextLook(const policy::Ledger& ledger);
   void Report(const policy::Outcome& o);
   // The caller's thread, on a worker: queues without waiting.
   void Enqueue(Job job, size_t capacity);
@@ -212,6 +215,8 @@ struct Remediation::Core {
   std::vector<actions::Actuator*> actuators_for_engine;
   std::unique_ptr<policy::Engine> engine;  // declared last: destroyed before what it borrows
   bool started = false;                    // Engine::Start ran (the engine's thread)
+  // Written by the engine's thread after each call, read by the caller's (AfterEvaluation).
+  std::atomic<int64_t> next_look_ns{0};
 
   // The queue (mu).
   mutable std::mutex mu;
@@ -242,6 +247,18 @@ void Remediation::Core::Process(const Job& job) {
     return;
   }
   for (const policy::Outcome& o : *out) Report(o);
+  next_look_ns.store(NextLook(engine->ledger()));
+}
+
+// The earliest time a decision waiting in the ledger is due again: a held one when its
+// diagnosis settles, a failed one at its retry. 0 = none waits on a time.
+int64_t Remediation::Core::NextLook(const policy::Ledger& ledger) {
+  int64_t next = 0;
+  for (const policy::LedgerEntry* e : ledger.Pending()) {
+    const bool timed = e->state == policy::State::kHeldUntilSettled || e->state == policy::State::kFailed;
+    if (timed && e->next_retry_ns > 0 && (next == 0 || e->next_retry_ns < next)) next = e->next_retry_ns;
+  }
+  return next;
 }
 
 void Remediation::Core::Report(const policy::Outcome& o) {
@@ -342,9 +359,17 @@ void Remediation::AfterEvaluation(const EvaluateResult& result, int64_t now_ns) 
         Row<Diagnosis>{.id = result.diagnosis_id, .node = core_->node, .value = result.diagnoses.front()});
   }
   // Nothing new: held and failed decisions still deserve a look, but not at every
-  // evaluation (a held drain reads the fleet each time it is looked at). The first call
-  // always goes (Engine::Start).
-  if (job.rows.empty() && last_run_ns_ && now_ns - *last_run_ns_ < core_->retry_initial_ns) return;
+  // evaluation (a held drain reads the fleet each time it is looked at): every
+  // retry_initial, and as soon as a held decision's diagnosis settles or a retry is due
+  // (waiting a whole retry interval past the settle would delay every decision). The first
+  // call always goes (Engine::Start).
+  const int64_t due = core_->next_look_ns.load();
+  // Once per due time: a look at or after it that left the entry due (another rule held it)
+  // falls back to the retry interval.
+  const bool timed_look_due = due > 0 && now_ns >= due && (!last_run_ns_ || due > *last_run_ns_);
+  if (job.rows.empty() && last_run_ns_ && now_ns - *last_run_ns_ < core_->retry_initial_ns && !timed_look_due) {
+    return;
+  }
   last_run_ns_ = now_ns;
   switch (mode_) {
     case Mode::kSync:

@@ -360,6 +360,7 @@ Outcome Engine::Carry(Decision d, const LedgerEntry* previous, int64_t now_ns, S
   if (applied.ok() && disruptive) {
     if (auto undone = ConfirmBreaker(d, *actuator, attempt, now_ns + backoff, now_ns, error)) return *undone;
   }
+  if (applied.ok()) applied = actuator->Finish(d);  // kept by the breaker: now what cannot be undone
   if (applied.ok()) return Record(d, State::kDone, false, "", nullptr, now_ns, error);
   return Record(d, State::kFailed, false, applied.message(), nullptr, now_ns, error, attempt, now_ns + backoff);
 }
@@ -395,10 +396,11 @@ std::optional<Outcome> Engine::Settle(const Row<Diagnosis>& row, const Decision&
   }
   const int64_t settled_at = **since + config_.settle_ns;
   if (**since != 0 && now_ns < settled_at) {
+    // next_retry_ns = when it settles: the caller looks again then, not a retry interval later.
     return Record(d, State::kHeldUntilSettled, false,
                   "waiting until this diagnosis has been the primary for " + Seconds(config_.settle_ns) +
                       " (settled at " + FormatIso8601(settled_at) + ")",
-                  previous, now_ns, error);
+                  previous, now_ns, error, 0, settled_at);
   }
   return std::nullopt;
 }
@@ -488,6 +490,7 @@ Result<std::vector<Outcome>> Engine::Start(int64_t now_ns) {
       continue;
     }
     Status applied = observed.ok() ? actuator->Apply(d) : observed.status();
+    if (applied.ok()) applied = actuator->Finish(d);
     if (applied.ok()) {
       out.push_back(Record(d, State::kDone, false, "recovered after a restart: applied", &e, now_ns, error));
     } else {

@@ -208,6 +208,7 @@ TEST_F(KubePlatformTest, SomeoneElsesCordonIsOtherOwnerAndLeftUntouched) {
   }
   api_->AddPod({"ml", "trainer-0", "gpu-node-1", "StatefulSet"});
   EXPECT_TRUE(platform.Apply(MakeDecision(ActionClass::kDrain)).ok());
+  EXPECT_TRUE(platform.Finish(MakeDecision(ActionClass::kDrain)).ok());
   EXPECT_EQ(Count("PATCH", "/api/v1/nodes"), 0u);
   EXPECT_EQ(Count("POST", ""), 0u);  // no event, no eviction
   EXPECT_TRUE(api_->HasPod("ml", "trainer-0"));
@@ -227,7 +228,12 @@ TEST_F(KubePlatformTest, DrainDecisionEvictsAndIsInEffectOnlyWhenNoWorkIsLeft) {
   EXPECT_EQ(*platform.Observe(d), Observed::kNotInEffect);
   EXPECT_EQ(*platform.Observe(MakeDecision(ActionClass::kCordon)), Observed::kInEffect);
 
+  // Apply only cordons: nothing is evicted before the breaker's second look keeps the drain.
   ASSERT_TRUE(platform.Apply(d).ok());
+  EXPECT_TRUE(api_->HasPod("ml", "trainer-0"));
+  EXPECT_EQ(Count("POST", "/eviction"), 0u);
+  EXPECT_EQ(*platform.Observe(d), Observed::kNotInEffect);
+  ASSERT_TRUE(platform.Finish(d).ok());
   EXPECT_FALSE(api_->HasPod("ml", "trainer-0"));
   EXPECT_FALSE(api_->HasPod("ml", "web"));
   EXPECT_TRUE(api_->HasPod("kube-system", "dcgm-exporter"));
@@ -240,6 +246,22 @@ TEST_F(KubePlatformTest, DrainDecisionEvictsAndIsInEffectOnlyWhenNoWorkIsLeft) {
   EXPECT_TRUE(api_->Violations().empty()) << api_->Violations().front();
 }
 
+// A drain undone between Apply and Finish (the breaker's undo, a resolve) evicts nothing.
+TEST_F(KubePlatformTest, FinishNeverEvictsFromANodeBackInService) {
+  api_->AddPod({"ml", "trainer-0", "gpu-node-1", "StatefulSet"});
+  auto kube = MakeKube();
+  KubernetesPlatform platform(*kube);
+  const Decision d = MakeDecision(ActionClass::kDrain);
+  ASSERT_TRUE(platform.Apply(d).ok());
+  ASSERT_TRUE(platform.Revert(d).ok());
+  const Status s = platform.Finish(d);
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+  EXPECT_TRUE(api_->HasPod("ml", "trainer-0"));
+  EXPECT_EQ(Count("POST", "/eviction"), 0u);
+  // A cordon has nothing to finish.
+  EXPECT_TRUE(platform.Finish(MakeDecision(ActionClass::kCordon)).ok());
+}
+
 TEST_F(KubePlatformTest, DrainBlockedByABudgetFailsWithoutForcingAndStaysNotInEffect) {
   api_->AddPod({"ml", "trainer-0", "gpu-node-1", "StatefulSet"});
   api_->ProtectByPdb("ml", "trainer-0", -1);
@@ -247,7 +269,8 @@ TEST_F(KubePlatformTest, DrainBlockedByABudgetFailsWithoutForcingAndStaysNotInEf
   auto kube = MakeKube();
   KubernetesPlatform platform(*kube);
   const Decision d = MakeDecision(ActionClass::kDrain);
-  Status s = platform.Apply(d);
+  ASSERT_TRUE(platform.Apply(d).ok());
+  Status s = platform.Finish(d);
   EXPECT_EQ(s.code(), StatusCode::kTimeout) << s.ToString();
   EXPECT_NE(s.message().find("PodDisruptionBudget"), std::string::npos);
   EXPECT_TRUE(api_->HasPod("ml", "trainer-0"));

@@ -223,5 +223,34 @@ TEST_F(RemediationWorker, AWorkerNeedsASharedStore) {
   EXPECT_EQ(hook.applied.size(), 1u);  // still synchronous
 }
 
+// A decision held until its diagnosis settles is looked at again when it settles, not a
+// whole retry interval later (that wait delayed every first decision by up to 30 s).
+TEST_F(RemediationWorker, AHeldDecisionIsLookedAtAgainWhenItsDiagnosisSettles) {
+  config_.settle_ns = 20 * kSec;
+  config_.retry_initial_ns = 30 * kSec;
+  FakePlatform platform;
+  FakeActuator hook(platform, {ActionClass::kWebhook}, false);
+  auto remediation = NewRemediation(hook);  // synchronous: each call runs the engine at once
+  const Diagnosis d = MakeDiagnosis(FaultClass::kHbmUncorrectable, Action::kRma, GpuComponent("3"), kT0);
+  auto id = store_->PutDiagnosis("node7", d, kT0);
+  ASSERT_TRUE(id.ok());
+  EvaluateResult r;
+  r.diagnosis_stored = true;
+  r.diagnosis_id = *id;
+  r.diagnoses = {d};
+  remediation->AfterEvaluation(r, kT0 + kSec);
+  EXPECT_EQ(WebhookState(*id), "held_until_settled");
+  remediation->AfterEvaluation(EvaluateResult{}, kT0 + 10 * kSec);  // not settled yet: no look
+  EXPECT_EQ(WebhookState(*id), "held_until_settled");
+  EXPECT_TRUE(hook.applied.empty());
+  remediation->AfterEvaluation(EvaluateResult{}, kT0 + 21 * kSec);  // settled at kT0 + 20 s
+  EXPECT_EQ(WebhookState(*id), "done");
+  ASSERT_EQ(hook.applied.size(), 1u);
+  // Nothing waits on a time any more: the next look is a retry interval after this one.
+  const uint64_t stored = remediation->stats().decisions_stored;
+  remediation->AfterEvaluation(EvaluateResult{}, kT0 + 22 * kSec);
+  EXPECT_EQ(remediation->stats().decisions_stored, stored);
+}
+
 }  // namespace
 }  // namespace faultline::daemon

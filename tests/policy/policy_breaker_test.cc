@@ -239,6 +239,52 @@ TEST_F(PolicyBreakerTest, TwentyNodesDrainingAtTheSameInstantKeepExactlyTheLimit
   EXPECT_EQ(FaultlineDrains(), 2);
 }
 
+// The Slurm actuator with a Finish that records it ran: the part of a drain that cannot be
+// undone (Kubernetes' evictions) runs only once the breaker has kept the drain.
+class FinishRecording final : public actions::Actuator, public actions::Reverter {
+ public:
+  explicit FinishRecording(actions::SlurmActuator& inner) : inner_(inner) {}
+  bool Handles(ActionClass c) const override { return inner_.Handles(c); }
+  Status Apply(const actions::Decision& d) override { return inner_.Apply(d); }
+  Result<actions::Observed> Observe(const actions::Decision& d) override { return inner_.Observe(d); }
+  Status Revert(const actions::Decision& d) override { return inner_.Revert(d); }
+  Status Finish(const actions::Decision& d) override {
+    finished.push_back(d.target_node);
+    return Status::Ok();
+  }
+  std::vector<std::string> finished;
+
+ private:
+  actions::SlurmActuator& inner_;
+};
+
+TEST_F(PolicyBreakerTest, WhatCannotBeUndoneRunsOnlyForADrainTheBreakerKept) {
+  for (const std::string name : {"n050", "n005"}) {
+    auto me = MakeNode(name);
+    FinishRecording recorder(*me->slurm);
+    PolicyConfig c = Config();
+    c.slurm_node = name;
+    Engine engine(c, *me->store, name, {&recorder}, me->slurm.get());
+    engine.UseClock(&clock_, [this](int64_t ns) { slept_.push_back(ns); });
+    // Two other nodes drain in the same second: n050 ranks third (undone), n005 first (kept).
+    engine.after_decided = [&](const actions::Decision&) {
+      slurm_.Drain("n010", "faultline: hbm_uncorrectable gpu/0 n010/d7", kSecond0);
+      slurm_.Drain("n020", "faultline: gpu_fell_off_bus gpu/1 n020/d9", kSecond0);
+    };
+    auto out = DrainOutcome(engine.OnDiagnoses({me->row}, t0_));
+    ASSERT_TRUE(out.has_value()) << name;
+    if (name == "n050") {
+      EXPECT_EQ(out->state, State::kHeldByBreaker) << out->detail;
+      EXPECT_TRUE(recorder.finished.empty()) << "finished a drain the breaker undid";
+    } else {
+      EXPECT_EQ(out->state, State::kDone) << out->detail;
+      EXPECT_EQ(recorder.finished, std::vector<std::string>{"n005"});
+    }
+    slurm_.fake.nodes["n010"] = {};
+    slurm_.fake.nodes["n020"] = {};
+  }
+}
+
 TEST_F(PolicyBreakerTest, ANodeRankedOverTheLimitUndoesOnlyItsOwnDrain) {
   auto me = MakeNode("n050");
   // While this node decides, two other nodes drain in the same second with names that sort
