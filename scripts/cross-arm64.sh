@@ -37,6 +37,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 ARM64_DEV=(
   libcurl4-openssl-dev libssl-dev zlib1g-dev libsqlite3-dev libvectorscan-dev
   libcpp-httplib-dev libyaml-cpp-dev libtomlplusplus-dev libgtest-dev libgmock-dev libstdc++6 libgcc-s1 libc6
+  libxapian-dev libnats-dev  # the assistant's kb index, the fleet transport
 )
 HOST_TOOLS=(g++-aarch64-linux-gnu qemu-user-static file)
 
