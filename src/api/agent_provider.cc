@@ -8,11 +8,13 @@
 
 namespace faultline::api {
 
-AgentProvider::AgentProvider(daemon::Agent& agent, const Clock& clock)
-    : StoreProvider(agent.store(), StoreProviderOptions{.node = agent.node(),
-                                                        .clock = &clock,
-                                                        .writable = true,
-                                                        .retriever = agent.knowledge_base()}),
+AgentProvider::AgentProvider(daemon::Agent& agent, const Clock& clock, Store* reader)
+    : StoreProvider(reader != nullptr ? *reader : agent.store(),
+                    StoreProviderOptions{.node = agent.node(),
+                                         .clock = &clock,
+                                         .writable = true,
+                                         .writer = &agent.store(),
+                                         .retriever = agent.knowledge_base()}),
       agent_(agent),
       clock_(clock) {}
 

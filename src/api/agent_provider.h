@@ -2,6 +2,11 @@
 // store (read-write, so an operator's acknowledgement is stored), its clock for "now", and
 // its live state where a stored run can only guess: per-source up/errors/last success, its
 // blind state, the evaluation latency histogram and the remediation worker's counters.
+//
+// Reads go through `reader` when given: a second, read-only connection to the agent's store
+// file (Store::Open with read_only), so an API query never holds the lock of the
+// connection the agent's pipeline writes through (SQLite's WAL lets a reader and the writer
+// run at once). Writes (acknowledgements, resolutions) go through the agent's own store.
 #pragma once
 
 #include <optional>
@@ -14,8 +19,9 @@ namespace faultline::api {
 
 class AgentProvider final : public StoreProvider {
  public:
-  // `agent` and `clock` must outlive the provider.
-  AgentProvider(daemon::Agent& agent, const Clock& clock);
+  // `agent`, `clock` and `reader` (null: read through the agent's store) must outlive the
+  // provider.
+  AgentProvider(daemon::Agent& agent, const Clock& clock, Store* reader = nullptr);
 
   Result<std::vector<SourceHealth>> Sources(int64_t since_ns) override;
   // The agent's own (Agent::Sight), not the store's copy.

@@ -103,6 +103,44 @@ std::string PageBody(const std::string& node, std::string_view key, const Page& 
   return body;
 }
 
+// One of the max_concurrent_analyses slots, held for the life of the object when taken.
+class AnalysisSlot {
+ public:
+  AnalysisSlot(std::atomic<size_t>& in_use, size_t max) : in_use_(in_use) {
+    size_t n = in_use_.load();
+    while (n < max && !in_use_.compare_exchange_weak(n, n + 1)) {
+    }
+    held_ = n < max;
+  }
+  ~AnalysisSlot() {
+    if (held_) --in_use_;
+  }
+  AnalysisSlot(const AnalysisSlot&) = delete;
+  AnalysisSlot& operator=(const AnalysisSlot&) = delete;
+  bool held() const { return held_; }
+
+ private:
+  std::atomic<size_t>& in_use_;
+  bool held_ = false;
+};
+
+ApiResponse AnalysisBusy() {
+  ApiResponse r = ApiHandler::Error(503, "another analysis (why-slow or ask) is running; retry later");
+  r.headers.emplace_back("Retry-After", "1");
+  return r;
+}
+
+// What the bounds cut from the question asked: the start put on an open window, and the
+// observation cap when the window held more (only its newest rows were analysed).
+void AddCapped(Json& j, const AnalysisWindow& window, size_t observations, const AnalysisLimits& limits) {
+  Json capped = Json::object();
+  if (window.since_defaulted) capped["since_ns"] = window.since_ns;
+  if (limits.max_observations > 0 && observations >= limits.max_observations) {
+    capped["observations"] = limits.max_observations;
+  }
+  if (!capped.empty()) j["capped"] = capped;
+}
+
 }  // namespace
 
 ApiHandler::ApiHandler(DataProvider& provider, ApiOptions options)
@@ -352,14 +390,20 @@ ApiResponse ApiHandler::WhySlow(const QueryParams& params) {
   if (!now.ok()) return Failed(now.status());
   WhySlowRequest req;
   if (auto e = ParseWhySlowRequest(params, *now, req)) return Error(400, e->message, e->param);
-  auto answer = provider_.WhySlow(req.since_ns, req.until_ns);
+  auto window = BoundAnalysisWindow(req.since_ns, req.until_ns, *now, options_.analysis);
+  if (!window.ok()) return Error(400, window.status().message(), "since");
+  AnalysisSlot slot(analyses_, options_.max_concurrent_analyses);
+  if (!slot.held()) return AnalysisBusy();
+  auto answer = provider_.WhySlow(window->since_ns, window->until_ns, options_.analysis.max_observations);
   if (!answer.ok()) {
     if (answer.status().code() == StatusCode::kInvalidArgument) return Error(400, answer.status().message(), "since");
     return Failed(answer.status());
   }
   // The shape of `faultline why-slow --json`; no data for the node in the window is
   // 200 with "status": "unknown" (the CLI's exit 3), never a workload answer.
-  return JsonReply(daemon::WhySlowJson(provider_.Node(), *answer));
+  Json j = daemon::WhySlowJson(provider_.Node(), *answer);
+  AddCapped(j, *window, answer->observations, options_.analysis);
+  return JsonReply(j);
 }
 
 ApiResponse ApiHandler::Metrics(const QueryParams& params) {
@@ -442,7 +486,9 @@ ApiResponse ApiHandler::Ask(const ApiRequest& request, const QueryParams& params
   }
   const std::string question = it->get<std::string>();
   if (question.size() > kMaxQuestionBytes) return Error(400, "question longer than 1024 bytes", "question");
-  auto answer = provider_.Ask(question);
+  AnalysisSlot slot(analyses_, options_.max_concurrent_analyses);
+  if (!slot.held()) return AnalysisBusy();
+  auto answer = provider_.Ask(question, options_.analysis);
   if (!answer.ok()) {
     if (answer.status().code() == StatusCode::kUnsupported) return Error(501, answer.status().message());
     return Failed(answer.status());

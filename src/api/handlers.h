@@ -8,11 +8,17 @@
 // parameter. Lists are paged: at most `limit` rows and at most max_response_bytes of
 // JSON per page (always at least one row), with "next_cursor" to continue.
 //
+// Analyses (/why-slow, /ask) are bounded (AnalysisLimits: a window of at most a day, the
+// newest 50 000 observations of it; "capped" in the answer says what was bounded) and run
+// at most max_concurrent_analyses at a time: past that 503 with Retry-After, so requests
+// cannot pile analyses onto the agent's store and memory.
+//
 // Auth: with a token set, every route needs "Authorization: Bearer <token>" (401 when
 // absent or not Bearer, 403 when wrong). POST routes always need the token; without one
 // configured they answer 403. The token is never put in a response or a log line.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -47,7 +53,9 @@ struct ApiOptions {
   size_t max_record_scan = 50'000;              // findings/diagnoses/actions read to page through
   size_t max_observation_scan = 100'000;        // rows read to step past one cursor instant
   size_t max_body_bytes = 4096;                 // POST bodies (the ack note)
-  std::string token;                            // "" = none
+  AnalysisLimits analysis;                      // /why-slow and /ask
+  size_t max_concurrent_analyses = 1;
+  std::string token;  // "" = none
   MetricsOptions metrics;
 };
 
@@ -78,6 +86,7 @@ class ApiHandler {
 
   DataProvider& provider_;
   ApiOptions options_;
+  std::atomic<size_t> analyses_{0};  // why-slow/ask requests running
 };
 
 }  // namespace faultline::api

@@ -1,10 +1,40 @@
 #include "api/provider.h"
 
+#include <algorithm>
+#include <limits>
+
 #include "assistant/ask.h"
 #include "assistant/tools.h"
 #include "store/store.h"
 
 namespace faultline::api {
+
+namespace {
+
+// "24h", "90m", "45s": the form since= takes.
+std::string DurationText(int64_t ns) {
+  constexpr int64_t kSecond = 1'000'000'000;
+  if (ns % (3600 * kSecond) == 0) return std::to_string(ns / (3600 * kSecond)) + "h";
+  if (ns % (60 * kSecond) == 0) return std::to_string(ns / (60 * kSecond)) + "m";
+  return std::to_string(std::max<int64_t>(1, ns / kSecond)) + "s";
+}
+
+}  // namespace
+
+Result<AnalysisWindow> BoundAnalysisWindow(int64_t since_ns, int64_t until_ns, int64_t now_ns,
+                                           const AnalysisLimits& limits) {
+  const int64_t end = until_ns != 0 ? until_ns : now_ns;
+  const int64_t max = std::max<int64_t>(1, limits.max_window_ns);
+  const int64_t earliest = end > std::numeric_limits<int64_t>::min() + max ? end - max : end;
+  if (since_ns == 0) return AnalysisWindow{earliest, until_ns, true};
+  if (since_ns < earliest) {
+    return Status(StatusCode::kInvalidArgument,
+                  "the window is longer than " + DurationText(max) +
+                      ", the most one request may analyse: ask for a shorter one (e.g. since=" + DurationText(max) +
+                      "), or run `faultline why-slow` on the node");
+  }
+  return AnalysisWindow{since_ns, until_ns, false};
+}
 
 StoreProvider::StoreProvider(Store& store, StoreProviderOptions options)
     : store_(store), options_(std::move(options)) {}
@@ -60,11 +90,12 @@ Result<std::optional<Row<Diagnosis>>> StoreProvider::DiagnosisById(int64_t id) {
 
 Result<std::optional<Row<Diagnosis>>> StoreProvider::ActiveDiagnosis() { return store_.LatestDiagnosis(options_.node); }
 
-Result<daemon::WhySlowAnswer> StoreProvider::WhySlow(int64_t since_ns, int64_t until_ns) {
+Result<daemon::WhySlowAnswer> StoreProvider::WhySlow(int64_t since_ns, int64_t until_ns, size_t max_observations) {
   daemon::WhySlowQuery q;
   q.node = options_.node;
   q.since_ns = since_ns;
   q.until_ns = until_ns;
+  if (max_observations > 0) q.max_observations = max_observations;
   return daemon::WhySlow(store_, q);
 }
 
@@ -112,7 +143,7 @@ Result<int64_t> StoreProvider::Acknowledge(int64_t diagnosis_id, const std::stri
   a.reason = note;
   a.attrs["kind"] = "ack";
   a.attrs["via"] = "api";
-  return store_.PutAction(a);
+  return (options_.writer != nullptr ? *options_.writer : store_).PutAction(a);
 }
 
 Result<std::string> NewestNode(Store& store) {
@@ -134,7 +165,7 @@ Result<std::string> NewestNode(Store& store) {
 
 namespace faultline::api {
 
-Result<Json> StoreProvider::Ask(const std::string& question) {
+Result<Json> StoreProvider::Ask(const std::string& question, const AnalysisLimits& limits) {
   auto now = NowNs();
   if (!now.ok()) return now.status();
   assistant::ToolContext ctx;
@@ -142,8 +173,11 @@ Result<Json> StoreProvider::Ask(const std::string& question) {
   ctx.node = options_.node;
   ctx.retriever = options_.retriever;
   ctx.now_ns = *now;
-  ctx.why_slow = [this](int64_t since, int64_t until) -> Result<std::vector<Diagnosis>> {
-    auto a = WhySlow(since, until);
+  // The question's window is open unless it names one: held to the same bounds as /why-slow.
+  ctx.why_slow = [this, &limits, now_ns = *now](int64_t since, int64_t until) -> Result<std::vector<Diagnosis>> {
+    auto window = BoundAnalysisWindow(since, until, now_ns, limits);
+    if (!window.ok()) return window.status();
+    auto a = WhySlow(window->since_ns, window->until_ns, limits.max_observations);
     if (!a.ok()) return a.status();
     return a->diagnoses;
   };

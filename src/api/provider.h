@@ -51,6 +51,26 @@ struct RemediationCounters {
   uint64_t max_queued = 0;
 };
 
+// How much one analysis (GET /api/v1/why-slow, and the why_slow tool behind POST
+// /api/v1/ask) may read, so that no request costs the agent its memory or its store: an
+// open window over a store of days read every row (a 3-day store took the agent from 23 to
+// 512 MB under four requests).
+struct AnalysisLimits {
+  int64_t max_window_ns = int64_t{24} * 3600 * 1'000'000'000;
+  size_t max_observations = 50'000;  // the newest ones in the window
+};
+
+// The window an analysis reads. An open `since` becomes (`until`, else `now_ns`) minus
+// max_window (`since_defaulted`); an explicit window longer than max_window is
+// kInvalidArgument naming the limit. `until` is kept as given (0 = open).
+struct AnalysisWindow {
+  int64_t since_ns = 0;
+  int64_t until_ns = 0;
+  bool since_defaulted = false;
+};
+Result<AnalysisWindow> BoundAnalysisWindow(int64_t since_ns, int64_t until_ns, int64_t now_ns,
+                                           const AnalysisLimits& limits);
+
 class DataProvider {
  public:
   virtual ~DataProvider() = default;
@@ -71,7 +91,8 @@ class DataProvider {
   // The diagnosis in force: the newest stored one (the agent stores the primary each time
   // it changes); nullopt when none.
   virtual Result<std::optional<Row<Diagnosis>>> ActiveDiagnosis() = 0;
-  virtual Result<daemon::WhySlowAnswer> WhySlow(int64_t since_ns, int64_t until_ns) = 0;
+  // Reads at most the newest `max_observations` of the window.
+  virtual Result<daemon::WhySlowAnswer> WhySlow(int64_t since_ns, int64_t until_ns, size_t max_observations) = 0;
   // Per source, what is known of its health; `since_ns` bounds how far back a stored
   // run is searched for a source's newest observation.
   virtual Result<std::vector<SourceHealth>> Sources(int64_t since_ns) = 0;
@@ -103,17 +124,23 @@ class DataProvider {
     return Status(StatusCode::kPermissionDenied, "this server reads a store read-only; re-evaluating needs the agent");
   }
   // The assistant's offline answer to a question about this node (assistant/ask.h
-  // AnswerJson). Writes nothing. kUnsupported where the provider cannot answer.
-  virtual Result<Json> Ask(const std::string& question) {
+  // AnswerJson), its why_slow tool held to `limits`. Writes nothing. kUnsupported where the
+  // provider cannot answer.
+  virtual Result<Json> Ask(const std::string& question, const AnalysisLimits& limits) {
     (void)question;
+    (void)limits;
     return Status(StatusCode::kUnsupported, "this server does not answer questions");
   }
 };
 
 struct StoreProviderOptions {
-  std::string node;                     // required
-  const Clock* clock = nullptr;         // null: "now" is the newest stored observation
-  bool writable = false;                // Acknowledge writes (the store must be open read-write)
+  std::string node;              // required
+  const Clock* clock = nullptr;  // null: "now" is the newest stored observation
+  bool writable = false;         // Acknowledge writes (the store must be open read-write)
+  // Where Acknowledge writes; null = the store read. The agent reads through a connection
+  // of its own (AgentProvider) and writes through the agent's, so a long read never holds
+  // the lock the agent's writer takes.
+  Store* writer = nullptr;
   size_t max_diagnosis_scan = 100'000;  // rows read to find a diagnosis by id
   // The knowledge base for POST /api/v1/ask (null: answers without runbook sections). Borrowed.
   const assistant::Retriever* retriever = nullptr;
@@ -132,12 +159,12 @@ class StoreProvider : public DataProvider {
   Result<QueryResult<ActionRecord>> Actions(const RecordQuery& query) override;
   Result<std::optional<Row<Diagnosis>>> DiagnosisById(int64_t id) override;
   Result<std::optional<Row<Diagnosis>>> ActiveDiagnosis() override;
-  Result<daemon::WhySlowAnswer> WhySlow(int64_t since_ns, int64_t until_ns) override;
+  Result<daemon::WhySlowAnswer> WhySlow(int64_t since_ns, int64_t until_ns, size_t max_observations) override;
   Result<std::vector<SourceHealth>> Sources(int64_t since_ns) override;
   Result<std::optional<AgentState>> Sight() override;
   Result<StoreStats> StoreStatistics() override;
   Result<int64_t> Acknowledge(int64_t diagnosis_id, const std::string& note) override;
-  Result<Json> Ask(const std::string& question) override;
+  Result<Json> Ask(const std::string& question, const AnalysisLimits& limits) override;
 
  protected:
   Store& store() { return store_; }

@@ -1,10 +1,13 @@
 #include "assistant/llm_client.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <utility>
 
 #include "sources/redfish/credentials.h"
 #include "sources/redfish/curl_http_client.h"
+#include "sources/redfish/redfish_client.h"
 
 namespace faultline::assistant {
 namespace {
@@ -172,6 +175,40 @@ Result<ChatReply> ParseChatReply(std::string_view body, size_t max_bytes) {
   return reply;
 }
 
+namespace {
+
+// 127.0.0.0/8, ::1 (also v4-mapped), "localhost": traffic that never leaves the machine.
+// Anything else, other spellings of an address included, is not loopback.
+bool IsLoopbackHost(std::string host) {
+  if (host == "localhost") return true;
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  in_addr v4{};
+  if (::inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (::inet_pton(AF_INET6, host.c_str(), &v6) != 1) return false;
+  if (IN6_IS_ADDR_LOOPBACK(&v6)) return true;
+  return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;
+}
+
+}  // namespace
+
+Status CheckLlmUrl(const std::string& url, bool allow_http) {
+  if (url.rfind("https://", 0) == 0) return Status::Ok();
+  if (url.rfind("http://", 0) != 0) {
+    return Status(StatusCode::kInvalidArgument, "--llm-url must start with http:// or https://");
+  }
+  auto origin = redfish::UrlOrigin(url);  // "http://host:port"
+  if (!origin.ok()) {
+    return Status(StatusCode::kInvalidArgument, "--llm-url is not usable: " + origin.status().message());
+  }
+  const std::string host = origin->substr(7, origin->rfind(':') - 7);
+  if (allow_http || IsLoopbackHost(host)) return Status::Ok();
+  return Status(StatusCode::kInvalidArgument,
+                "refusing plain http to the LLM server (" + *origin +
+                    "): the API key and the node's data would cross the network unencrypted; use https, or allow "
+                    "it explicitly (--llm-allow-http / [assistant] llm_allow_http)");
+}
+
 Result<std::string> ChatCompletionsUrl(const std::string& url) {
   if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0) {
     return Status(StatusCode::kInvalidArgument, "--llm-url must start with http:// or https://");
@@ -186,6 +223,7 @@ Result<std::string> ChatCompletionsUrl(const std::string& url) {
 Result<std::unique_ptr<OpenAiChatClient>> OpenAiChatClient::Create(const LlmConfig& config, redfish::HttpClient* http) {
   auto endpoint = ChatCompletionsUrl(config.url);
   if (!endpoint.ok()) return endpoint.status();
+  if (Status s = CheckLlmUrl(config.url, config.allow_http); !s.ok()) return s;
   if (config.model.empty()) return Status(StatusCode::kInvalidArgument, "no model name (--llm-model)");
   std::string key;
   if (!config.api_key_file.empty()) {
@@ -212,15 +250,37 @@ OpenAiChatClient::OpenAiChatClient(LlmConfig config, std::string endpoint, std::
       endpoint_(std::move(endpoint)),
       key_(std::move(key)),
       owned_(std::move(owned)),
-      http_(http) {}
+      http_(http) {
+  if (!key_.empty()) secrets_.push_back(key_);
+  for (const std::string& s : config_.secrets) {
+    if (!s.empty()) secrets_.push_back(s);
+  }
+}
+
+void OpenAiChatClient::RedactInPlace(std::string& text) const {
+  constexpr std::string_view kRedacted = "[redacted]";
+  for (const std::string& secret : secrets_) {
+    // Searching on past the replacement: a secret that is part of "[redacted]" ends too.
+    for (size_t pos = text.find(secret); pos != std::string::npos; pos = text.find(secret, pos + kRedacted.size())) {
+      text.replace(pos, secret.size(), kRedacted);
+    }
+  }
+}
+
+// A model can be made to repeat what it was never told (a proxy or a compromised server
+// echoing the Authorization header into the text): the reply is stored and printed.
+void OpenAiChatClient::RedactReply(ChatReply& reply) const {
+  RedactInPlace(reply.message.content);
+  for (ToolCall& call : reply.message.tool_calls) {
+    RedactInPlace(call.id);
+    RedactInPlace(call.name);
+    RedactInPlace(call.arguments);
+  }
+}
 
 std::string OpenAiChatClient::Redact(std::string_view text, size_t max) const {
   std::string out(text);
-  if (!key_.empty()) {
-    for (size_t pos = out.find(key_); pos != std::string::npos; pos = out.find(key_, pos)) {
-      out.replace(pos, key_.size(), "[redacted]");
-    }
-  }
+  RedactInPlace(out);
   if (out.size() > max) out.resize(max);
   // Keep the message on one printable line.
   for (char& c : out) {
@@ -257,6 +317,7 @@ Result<ChatReply> OpenAiChatClient::Complete(const ChatRequest& request) {
   }
   auto reply = ParseChatReply(response->body, config_.max_reply_bytes);
   if (!reply.ok()) return Status(reply.status().code(), Redact(reply.status().message(), 400));
+  RedactReply(*reply);
   return reply;
 }
 

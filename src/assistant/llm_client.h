@@ -11,7 +11,11 @@
 //    result rather than failing the whole answer.
 //  - The API key comes from a file (first line; refused when group/others can read it) and
 //    is sent only as "Authorization: Bearer"; it is never logged and never part of an error
-//    message (a server that echoes it back gets it replaced by "[redacted]").
+//    message or a reply: wherever a server or model echoes it (or a value in
+//    LlmConfig::secrets) verbatim, in an error, the reply's text or a tool call, it is
+//    replaced by "[redacted]" before the caller sees it (and so before any transcript).
+//  - Plain http:// is refused unless the host is loopback (127.0.0.0/8, ::1, localhost) or
+//    LlmConfig::allow_http is set: the key and the node's data would cross in clear.
 //  - TLS verification is on (the HttpClient's own policy); replies over max_reply_bytes are
 //    refused with a clear error; every request has a timeout.
 #pragma once
@@ -102,11 +106,17 @@ struct LlmConfig {
   std::string ca_file;           // PEM bundle to trust instead of the system store
   int64_t timeout_ms = 120'000;  // per request
   size_t max_reply_bytes = kDefaultMaxReplyBytes;  // larger replies are refused
+  bool allow_http = false;                         // plain http:// to a host that is not loopback
+  std::vector<std::string> secrets;                // more values to redact (the key always is)
 };
 
 // The endpoint a base URL names: appends "/chat/completions" unless already there.
 // kInvalidArgument unless the URL is http:// or https://.
 Result<std::string> ChatCompletionsUrl(const std::string& url);
+
+// Whether `url` may be used: https://, http:// to a loopback host, or any http:// with
+// `allow_http`. kInvalidArgument (naming the opt-in) otherwise.
+Status CheckLlmUrl(const std::string& url, bool allow_http);
 
 class OpenAiChatClient final : public ChatModel {
  public:
@@ -119,12 +129,17 @@ class OpenAiChatClient final : public ChatModel {
  private:
   OpenAiChatClient(LlmConfig config, std::string endpoint, std::string key, redfish::HttpClient* http,
                    std::unique_ptr<redfish::HttpClient> owned);
-  // `text` with the API key replaced, cut to `max` bytes: safe to put in an error.
+  // `text` with the secrets replaced, cut to `max` bytes, on one line: safe in an error.
   std::string Redact(std::string_view text, size_t max) const;
+  // Every secret in `text` replaced by "[redacted]".
+  void RedactInPlace(std::string& text) const;
+  // The reply's text and tool calls with the secrets replaced.
+  void RedactReply(ChatReply& reply) const;
 
   LlmConfig config_;
   std::string endpoint_;
   std::string key_;
+  std::vector<std::string> secrets_;  // the key and config_.secrets, none empty
   std::unique_ptr<redfish::HttpClient> owned_;
   redfish::HttpClient* http_;
 };

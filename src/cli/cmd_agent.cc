@@ -15,6 +15,7 @@
 #include "daemon/config.h"
 #include "policy/actuators.h"
 #include "sources/workload/http_server.h"
+#include "store/store.h"
 
 namespace faultline::cli {
 namespace {
@@ -60,9 +61,23 @@ std::string PolicySummary(const policy::PolicyConfig& p) {
 // The API, /metrics and the dashboard beside the agent ([server] listen), over its store
 // and live state; its own threads, so a slow client never holds the pipeline.
 struct AgentServer {
+  std::unique_ptr<Store> reader;  // the API's own read-only connection (outlives the server)
   std::unique_ptr<api::AgentProvider> provider;
   std::unique_ptr<api::Server> server;
 };
+
+// A read-only connection of the API's own to the agent's store file, so API reads never
+// hold the lock of the connection the pipeline writes through; null for an in-memory store
+// (or when it cannot be opened: then reads share the agent's connection, as logged).
+std::unique_ptr<Store> OpenApiReader(const std::string& path, daemon::Logger& logger) {
+  if (path.empty() || path == ":memory:") return nullptr;
+  StoreOptions options;
+  options.read_only = true;
+  auto reader = Store::Open(path, options);
+  if (reader.ok()) return std::move(reader).value();
+  logger.Warn("api: reading through the agent's own store connection: " + reader.status().message());
+  return nullptr;
+}
 
 Status StartServer(const daemon::ServerSection& section, daemon::Agent& agent, const Clock& clock,
                    daemon::Logger& logger, AgentServer& out) {
@@ -74,7 +89,8 @@ Status StartServer(const daemon::ServerSection& section, daemon::Agent& agent, c
   options.cert_file = section.cert_file;
   options.key_file = section.key_file;
   options.api.token = *token;
-  out.provider = std::make_unique<api::AgentProvider>(agent, clock);
+  out.reader = OpenApiReader(agent.config().agent.store_path, logger);
+  out.provider = std::make_unique<api::AgentProvider>(agent, clock, out.reader.get());
   out.server = std::make_unique<api::Server>(*out.provider, options, &logger);
   auto started = out.server->Start();
   if (!started.ok()) return started.status();

@@ -42,6 +42,7 @@ struct AskArgs {
   std::string llm_model;
   std::string llm_key_file;
   std::string llm_ca;
+  bool llm_allow_http = false;
   double llm_timeout_s = 120;
   size_t max_steps = 8;
   int64_t max_tokens = 32'000;
@@ -149,6 +150,7 @@ int Run(const AskArgs& args) {
   if (use_llm) {
     assistant::LlmConfig config{args.llm_url, args.llm_model, args.llm_key_file, args.llm_ca};
     config.timeout_ms = static_cast<int64_t>(args.llm_timeout_s * 1000);
+    config.allow_http = args.llm_allow_http;
     auto client = assistant::OpenAiChatClient::Create(config);
     if (!client.ok()) {
       std::cerr << "faultline ask: " << client.status().message() << "\n";
@@ -238,6 +240,8 @@ void AddAskCommand(CliApp& app) {
   cmd->add_option("--llm-key-file", args->llm_key_file,
                   "File whose first line is the API key (mode 0600; never printed); none for a local server");
   cmd->add_option("--llm-ca", args->llm_ca, "PEM bundle to trust for an https --llm-url (TLS is always verified)");
+  cmd->add_flag("--llm-allow-http", args->llm_allow_http,
+                "Allow a plain http --llm-url to a host that is not loopback (the key and data cross in clear)");
   cmd->add_option("--llm-timeout", args->llm_timeout_s, "Seconds per model request (default 120)");
   cmd->add_option("--max-steps", args->max_steps, "Model replies at most (default 8)")->check(CLI::Range(1, 100));
   cmd->add_option("--max-tokens", args->max_tokens, "Tokens at most, all replies together (default 32000)")

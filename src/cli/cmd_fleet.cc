@@ -19,6 +19,7 @@
 #include "fleet/fleet_topology.h"
 #include "fleet/nats/client.h"
 #include "fleet/nats/consumer_loop.h"
+#include "fleet/nats/ticket_ledger.h"
 #include "sources/redfish/curl_http_client.h"
 
 namespace faultline::cli {
@@ -37,6 +38,9 @@ struct FleetArgs {
   std::string ca;
   int replicas = 1;
   int64_t max_bytes = int64_t{8} << 30;
+  // Given on the command line: only these change an existing stream (the rest is kept).
+  bool replicas_given = false;
+  bool max_bytes_given = false;
   bool json = false;
   bool once = false;
   double for_seconds = 0;
@@ -58,7 +62,12 @@ How it works:
   durable pull consumer --durable and feeds every envelope to the fleet analyzer: the
   slow node among its job's peers, and shared causes through the --topology file (PDU,
   feed, cooling loop, cable, switch, driver, rack). New or changed fleet diagnoses are
-  printed and published to faultline.<site>.fleet.fleet.fleet.
+  printed and published to faultline.<site>.fleet.fleet.fleet. An existing stream keeps
+  its settings (replicas, max age, ...) unless --replicas / --max-bytes are given; what
+  differs is printed as a warning. Judgement runs on the data's own clock (the agents'
+  send times), so a late start or a replay reaches the same answer; --once reads until
+  the durable has nothing left to deliver. A message whose envelope speaks for another
+  node than its subject names is refused (counted as forged).
 
 Scaling out and restarts:
   Every process started with the same --durable shares that consumer's messages. Give
@@ -71,8 +80,10 @@ Scaling out and restarts:
 Acting on shared causes:
   A shared cause (PDU, feed, cooling loop, cable, switch, congestion, driver, rack) gets
   one webhook here, to --webhook-url (HTTPS, HMAC-signed with --webhook-secret-file or
-  --webhook-secret-env, X-Faultline-Delivery = the fleet diagnosis id so a receiver drops
-  repeats), while each agent stands down for the per-node tickets it replaces
+  --webhook-secret-env, X-Faultline-Delivery = the ticket's id so a receiver drops
+  repeats), while each agent stands down for the per-node tickets it replaces. Posted
+  tickets are remembered in --kv, so a restart does not post again, and a cause that
+  grows (a rack's slowdown later found to be its PDU) stays the same ticket
   (docs/remediation.md "Shared causes"). Stragglers are left to their node's agent. Like
   the agents' policy this is a dry run until --act: it prints what it would post.
 
@@ -159,6 +170,103 @@ void Report(const actions::FleetActOutcome& o) {
             << (o.status.ok() ? "" : " (retried with back-off)") << "\n";
 }
 
+void Warn(const std::string& what) { std::cerr << "faultline fleet: warning: " << what << "\n"; }
+
+// The one webhook per shared cause, remembered in the KV bucket (fleet/nats/ticket_ledger.h):
+// a restarted process does not post a ticket again, and a cause that grows stays one ticket.
+class Tickets {
+ public:
+  Tickets(actions::FleetActor& actor, fleet::nats::TicketLedger& ledger, bool json)
+      : actor_(actor), ledger_(ledger), json_(json) {}
+
+  // Prints a new or changed fleet diagnosis and acts on it once per ticket.
+  void OnDiagnosis(const fleet::FleetDiagnosis& d, int64_t now_ns) {
+    Print(d, json_);
+    auto step = ledger_.OnDiagnosis(d);
+    if (!step.ok()) Warn("ticket ledger: " + step.status().ToString() + " (this process still posts once)");
+    if (step.ok() && !step->note.empty()) std::cerr << "faultline fleet: " << step->note << "\n";
+    if (step.ok() && !step->as_ticket && !step->ticket_id.empty()) return;  // posted before
+    const fleet::FleetDiagnosis& what = step.ok() && step->as_ticket ? *step->as_ticket : d;
+    if (auto acted = actor_.OnDiagnosis(what, now_ns)) Done(*acted);
+  }
+  void RetryDue(int64_t now_ns) {
+    for (const auto& retried : actor_.RetryDue(now_ns)) Done(retried);
+  }
+
+ private:
+  void Done(const actions::FleetActOutcome& o) {
+    Report(o);
+    if (o.dry_run || !o.status.ok()) return;
+    if (Status s = ledger_.MarkPosted(o.key); !s.ok() && s.code() != StatusCode::kNotFound) {
+      Warn("ticket ledger: " + s.ToString() + " (a restart may post " + o.key + " again, same delivery key)");
+    }
+  }
+  actions::FleetActor& actor_;
+  fleet::nats::TicketLedger& ledger_;
+  bool json_;
+};
+
+// The bucket the tickets are kept in (null without --kv, or when it cannot be bound: then
+// only this process remembers what it posted).
+std::unique_ptr<fleet::nats::KeyValue> TicketBucket(fleet::nats::Connection& conn, const FleetArgs& a) {
+  if (a.kv.empty()) return nullptr;
+  auto kv = conn.EnsureKeyValue(fleet::nats::KvConfig{.bucket = a.kv, .replicas = a.replicas});
+  if (kv.ok()) return std::move(kv).value();
+  Warn("ticket ledger: " + kv.status().ToString());
+  return nullptr;
+}
+
+// Steps the loop until a stop signal, --for's end, or (--once) nothing is left to deliver.
+void Consume(const FleetArgs& a, fleet::nats::FleetLoop& loop, Tickets& tickets, const Clock& clock,
+             const sigset_t& stop_signals) {
+  const auto start = std::chrono::steady_clock::now();
+  bool warned = false;
+  for (;;) {
+    const uint64_t before = loop.stats().messages;
+    auto step = loop.Step();
+    if (!step.ok()) {
+      if (!warned) std::cerr << "faultline fleet: " << step.status().ToString() << " (retrying)\n";
+      warned = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    } else {
+      warned = false;
+      for (const auto& d : *step) tickets.OnDiagnosis(d, clock.NowNs());
+    }
+    tickets.RetryDue(clock.NowNs());
+    if (StopRequested(stop_signals)) return;
+    // Drained only when the server says nothing is left: a fetch that timed out on large
+    // messages says nothing about what is left.
+    if (a.once && step.ok() && loop.stats().messages == before) {
+      auto drained = loop.Drained();
+      if (drained.ok() && *drained) return;
+    }
+    if (a.for_seconds > 0 && std::chrono::steady_clock::now() - start >= std::chrono::duration<double>(a.for_seconds)) {
+      return;
+    }
+  }
+}
+
+// The stream as asked: only the settings given on the command line change an existing one.
+fleet::nats::FleetLoopOptions LoopOptions(const FleetArgs& a, const std::string& site) {
+  fleet::nats::FleetLoopOptions o;
+  o.stream.name = a.stream;
+  o.stream.replicas = a.replicas;
+  o.stream.max_bytes = a.max_bytes;
+  o.stream_overrides.replicas = a.replicas_given;
+  o.stream_overrides.max_bytes = a.max_bytes_given;
+  o.consumer.stream = a.stream;
+  o.consumer.durable = a.durable;
+  o.consumer.filter_subject = a.filter;
+  o.kv_bucket = a.kv;
+  o.kv_replicas = a.replicas;
+  o.instance = a.instance.empty() ? HostName() : a.instance;
+  o.site = site;
+  o.evaluate_interval_ns = Seconds(a.evaluate_interval);
+  o.snapshot_interval_ns = Seconds(a.snapshot_interval);
+  o.warn = Warn;
+  return o;
+}
+
 int Run(const FleetArgs& a) {
   auto webhook = MakeWebhook(a);
   if (!webhook.ok()) {
@@ -189,19 +297,7 @@ int Run(const FleetArgs& a) {
     std::cerr << "faultline fleet: " << conn.status().ToString() << "\n";
     return conn.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
   }
-  fleet::nats::FleetLoopOptions o;
-  o.stream.name = a.stream;
-  o.stream.replicas = a.replicas;
-  o.stream.max_bytes = a.max_bytes;
-  o.consumer.stream = a.stream;
-  o.consumer.durable = a.durable;
-  o.consumer.filter_subject = a.filter;
-  o.kv_bucket = a.kv;
-  o.kv_replicas = a.replicas;
-  o.instance = a.instance.empty() ? HostName() : a.instance;
-  o.site = a.site.empty() ? topology->site : a.site;
-  o.evaluate_interval_ns = Seconds(a.evaluate_interval);
-  o.snapshot_interval_ns = Seconds(a.snapshot_interval);
+  const fleet::nats::FleetLoopOptions o = LoopOptions(a, a.site.empty() ? topology->site : a.site);
   SystemClock clock;
   fleet::FleetAnalyzer analyzer(std::move(topology).value());
   fleet::nats::FleetLoop loop(**conn, analyzer, o, clock);
@@ -210,40 +306,20 @@ int Run(const FleetArgs& a) {
     return s.code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
   }
   if (loop.stats().restored) std::cerr << "faultline fleet: state restored from " << a.kv << "\n";
-  const auto start = std::chrono::steady_clock::now();
-  bool warned = false;
-  for (;;) {
-    const uint64_t before = loop.stats().messages;
-    auto step = loop.Step();
-    if (!step.ok()) {
-      if (!warned) std::cerr << "faultline fleet: " << step.status().ToString() << " (retrying)\n";
-      warned = true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    } else {
-      warned = false;
-      for (const auto& d : *step) {
-        Print(d, a.json);
-        if (auto acted = actor.OnDiagnosis(d, clock.NowNs())) Report(*acted);
-      }
-    }
-    for (const auto& retried : actor.RetryDue(clock.NowNs())) Report(retried);
-    if (StopRequested(stop_signals)) break;
-    if (a.once && step.ok() && loop.stats().messages == before) break;  // drained
-    if (a.for_seconds > 0 && std::chrono::steady_clock::now() - start >= std::chrono::duration<double>(a.for_seconds)) {
-      break;
-    }
-  }
+  auto bucket = TicketBucket(**conn, a);
+  fleet::nats::TicketLedger ledger(bucket.get(), a.durable);
+  if (Status s = ledger.Load(); !s.ok()) Warn("ticket ledger: " + s.ToString());
+  Tickets tickets(actor, ledger, a.json);
+  Consume(a, loop, tickets, clock, stop_signals);
   if (auto last = loop.EvaluateNow(); last.ok()) {
-    for (const auto& d : *last) {
-      Print(d, a.json);
-      if (auto acted = actor.OnDiagnosis(d, clock.NowNs())) Report(*acted);
-    }
+    for (const auto& d : *last) tickets.OnDiagnosis(d, clock.NowNs());
   }
   Status saved = loop.Checkpoint();
   const auto& st = loop.stats();
   std::cerr << "faultline fleet: " << st.messages << " messages, " << st.ingested << " ingested, " << st.malformed
-            << " malformed, " << st.oversized << " oversized, " << st.diagnoses << " fleet diagnoses (" << st.published
-            << " published), " << analyzer.stats().duplicates << " duplicates dropped\n";
+            << " malformed, " << st.oversized << " oversized, " << st.forged << " forged, " << st.diagnoses
+            << " fleet diagnoses (" << st.published << " published), " << analyzer.stats().duplicates
+            << " duplicates dropped\n";
   if (!saved.ok()) {
     std::cerr << "faultline fleet: last checkpoint failed: " << saved.ToString()
               << " (unacked messages will be delivered again)\n";
@@ -278,13 +354,18 @@ void AddFleetCommand(CliApp& app) {
   cmd->add_option("--credentials", args->credentials,
                   "Credentials file, mode 600: a NATS .creds file, user:password, or a token");
   cmd->add_option("--ca", args->ca, "PEM CA bundle: TLS with server certificate verification");
-  cmd->add_option("--replicas", args->replicas, "Stream and KV replicas (3 on a 3-server cluster)")
+  cmd->add_option("--replicas", args->replicas,
+                  "Stream and KV replicas when creating them (3 on a 3-server cluster); given, it also changes an "
+                  "existing stream's (left out, an existing stream keeps its own)")
       ->check(CLI::Range(1, 5))
-      ->capture_default_str();
+      ->capture_default_str()
+      ->each([args](const std::string&) { args->replicas_given = true; });
   cmd->add_option("--max-bytes", args->max_bytes,
-                  "Stream size limit in bytes (oldest dropped past it; reserved on the servers' disks)")
+                  "Stream size limit in bytes (oldest dropped past it; reserved on the servers' disks); given, it "
+                  "also changes an existing stream's")
       ->check(CLI::Range(int64_t{1} << 20, int64_t{1} << 50))
-      ->capture_default_str();
+      ->capture_default_str()
+      ->each([args](const std::string&) { args->max_bytes_given = true; });
   cmd->add_flag("--json", args->json, "One JSON object per fleet diagnosis (NDJSON)");
   auto* once = cmd->add_flag("--once", args->once, "Process what is on the stream now, evaluate, save, exit");
   cmd->add_option("--for", args->for_seconds, "Run this many seconds, then save and exit")

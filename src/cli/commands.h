@@ -38,6 +38,7 @@ void AddCheckCommand(CliApp& app);      // cmd_check.cc: check --slurm (HealthCh
 void AddResolveCommand(CliApp& app);    // cmd_resolve.cc: close an incident, resume our drain
 void AddAskCommand(CliApp& app);        // cmd_ask.cc: a question answered from the store (+ optional LLM)
 void AddFleetCommand(CliApp& app);      // cmd_fleet.cc: fleet analyzer over NATS JetStream
+void AddScanCommand(CliApp& app);       // cmd_scan.cc: read this node once, diagnose, exit code
 // `sim`, `mock-bmc`, `bench accuracy`, `bench redfish-sweep`: handed to the separate
 // faultline-sim program (cmd_sim_delegate.cc); the test doubles are not linked in here.
 void AddSimDelegates(CliApp& app);

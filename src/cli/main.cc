@@ -9,6 +9,7 @@ using Registrar = void (*)(faultline::cli::CliApp&);
 
 // Every subcommand, in the order `--help` lists them.
 constexpr Registrar kCommands[] = {
+    faultline::cli::AddScanCommand,
     faultline::cli::AddDiagnoseCommand,     faultline::cli::AddCollectKmsgCommand,
     faultline::cli::AddCollectNvmlCommand,  faultline::cli::AddCollectDcgmCommand,
     faultline::cli::AddCollectSysfsCommand, faultline::cli::AddCollectEthernetCommand,

@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "assistant/llm_client.h"
 #include "core/time.h"
 #include "sources/workload/http_server.h"
 
@@ -229,6 +230,7 @@ Status ReadAssistant(SectionReader& r, AssistantSection& s) {
   r.Read("llm_model", s.llm_model);
   r.Read("llm_key_file", s.llm_key_file);
   r.Read("llm_ca_file", s.llm_ca_file);
+  r.Read("llm_allow_http", s.llm_allow_http);
   r.ReadDuration("llm_timeout", s.llm_timeout_ns);
   r.ReadDuration("llm_max_seconds", s.llm_max_seconds_ns);
   r.ReadCount("llm_max_steps", s.llm_max_steps);
@@ -309,6 +311,9 @@ Status CheckAssistant(const AssistantSection& a) {
   }
   if (a.llm_url.rfind("http://", 0) != 0 && a.llm_url.rfind("https://", 0) != 0) {
     return Bad("assistant.llm_url", "expected an http:// or https:// URL");
+  }
+  if (Status s = assistant::CheckLlmUrl(a.llm_url, a.llm_allow_http); !s.ok()) {
+    return Bad("assistant.llm_url", s.message());
   }
   if (a.llm_model.empty()) return Bad("assistant.llm_model", "must name the model when llm_url is set");
   if (a.llm_max_steps < 1 || a.llm_max_tokens < 1 || a.llm_queue < 1) {
@@ -503,6 +508,7 @@ llm_url = ""                               # "" = no model; e.g. "http://127.0.0
 llm_model = ""                             # the model name the server knows (required with llm_url)
 llm_key_file = ""                          # API key file, mode 0600 ("" = none: a local server)
 llm_ca_file = ""                           # PEM CA bundle for an https:// llm_url
+llm_allow_http = false                     # allow plain http:// to a host that is not loopback (key in clear)
 llm_timeout = "120s"                       # one model request
 llm_max_seconds = "300s"                   # one investigation (all its requests)
 llm_max_steps = 8                          # model replies per investigation

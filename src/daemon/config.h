@@ -131,6 +131,7 @@ struct AssistantSection {
   std::string llm_model;     // required with llm_url
   std::string llm_key_file;  // API key (first line), mode 0600; "" = no Authorization header
   std::string llm_ca_file;   // PEM bundle to trust instead of the system store
+  bool llm_allow_http = false;                   // plain http:// to a host not loopback (key in clear)
   int64_t llm_timeout_ns = 120'000'000'000;      // one model request
   int64_t llm_max_seconds_ns = 300'000'000'000;  // one investigation's wall time
   int64_t llm_max_steps = 8;                     // model replies per investigation

@@ -78,6 +78,9 @@ FleetPublisherOptions FleetPublisherOptionsFor(const FleetSection& s, const std:
   o.connect.name = "faultline-agent " + node;
   o.connect.credentials_file = s.credentials_file;
   o.connect.ca_file = s.ca_file;
+  // Replies under a prefix of this node's own: a server that lets each agent subscribe only
+  // to its own (deploy/nats) keeps one agent from reading another's acks and deliveries.
+  o.connect.inbox_prefix = "_INBOX." + fleet::SubjectToken(node);
   o.site = s.site;
   o.rack = s.rack;
   o.node = node;
@@ -118,6 +121,7 @@ Result<int64_t> FleetPublisher::StartAt(const char* key, int64_t max_id) {
   }
   // Reused row ids need new message ids, or the server's duplicate window and the
   // analyzer's memory would drop the new rows as repeats.
+  unsent_.clear();  // of the old epoch: what was not acked is read again under the new one
   const std::string epoch = NewEpoch();
   if (Status s = store_.PutCursors(
           {{options_.node, kCursorSource, key, "0"}, {options_.node, kCursorSource, kEpochCursor, epoch}});
@@ -177,9 +181,11 @@ Result<size_t> FleetPublisher::Send(std::vector<Pending>& pending, const char* c
   int64_t cursor = -1;
   size_t acked = 0;
   size_t next = 0;
+  size_t first_unacked = pending.size();
   Status failed;
   FleetPublisherStats delta;
-  for (const auto& p : pending) {
+  for (size_t i = 0; i < pending.size(); ++i) {
+    const Pending& p = pending[i];
     if (!p.message) {
       ++delta.skipped;
       cursor = p.cursor;
@@ -188,6 +194,7 @@ Result<size_t> FleetPublisher::Send(std::vector<Pending>& pending, const char* c
     const auto& r = results[next++];
     if (!r.status.ok()) {
       failed = r.status;
+      first_unacked = i;
       break;
     }
     cursor = p.cursor;
@@ -197,6 +204,7 @@ Result<size_t> FleetPublisher::Send(std::vector<Pending>& pending, const char* c
     if (p.observations == 0) ++delta.records;
     if (r.ack.duplicate) ++delta.duplicates;
   }
+  KeepUnacked(pending, messages, first_unacked, cursor_key);
   if (cursor >= 0) {
     Status saved = store_.PutCursors({{options_.node, kCursorSource, cursor_key, std::to_string(cursor)}});
     if (!saved.ok() && failed.ok()) failed = saved;  // acked but not remembered: sent again, deduplicated
@@ -213,7 +221,34 @@ Result<size_t> FleetPublisher::Send(std::vector<Pending>& pending, const char* c
   return acked;
 }
 
+void FleetPublisher::KeepUnacked(std::vector<Pending>& pending, std::vector<fleet::nats::OutMessage>& messages,
+                                 size_t first_unacked, const char* cursor_key) {
+  if (first_unacked >= pending.size()) {
+    unsent_.erase(cursor_key);
+    return;
+  }
+  // The messages go back to their envelopes, to be sent again as they are (same bytes,
+  // same msg id) before any newer row: the stream then drops whatever of them it already
+  // stored, where envelopes cut afresh from the store would carry other ids.
+  size_t next = 0;
+  for (auto& p : pending) {
+    if (p.message) p.message = std::move(messages[next++]);
+  }
+  unsent_[cursor_key].assign(std::make_move_iterator(pending.begin() + static_cast<std::ptrdiff_t>(first_unacked)),
+                             std::make_move_iterator(pending.end()));
+}
+
+Result<size_t> FleetPublisher::SendUnacked(const char* cursor_key) {
+  auto it = unsent_.find(cursor_key);
+  if (it == unsent_.end()) return size_t{0};
+  std::vector<Pending> again = std::move(it->second);
+  unsent_.erase(it);
+  return Send(again, cursor_key);
+}
+
 Result<size_t> FleetPublisher::PublishObservations() {
+  auto resent = SendUnacked(kObsCursor);
+  if (!resent.ok()) return resent.status();
   auto after = StartAt(kObsCursor, max_ids_.observations);
   if (!after.ok()) return after.status();
   auto rows = store_.ObservationsAfter(*after, options_.max_rows_per_round);
@@ -275,7 +310,9 @@ Result<size_t> FleetPublisher::PublishObservations() {
       start = i;
     }
   }
-  return Send(pending, kObsCursor);
+  auto sent = Send(pending, kObsCursor);
+  if (!sent.ok()) return sent.status();
+  return *resent + *sent;
 }
 
 template <typename T>
@@ -283,6 +320,8 @@ Result<size_t> FleetPublisher::PublishRecords(fleet::RecordKind kind, const char
   const int64_t max_id = std::is_same_v<T, Finding>     ? max_ids_.findings
                          : std::is_same_v<T, Diagnosis> ? max_ids_.diagnoses
                                                         : max_ids_.actions;
+  auto resent = SendUnacked(cursor_key);
+  if (!resent.ok()) return resent.status();
   auto after = StartAt(cursor_key, max_id);
   if (!after.ok()) return after.status();
   Result<QueryResult<T>> rows = Status(StatusCode::kInternal, "");
@@ -326,7 +365,9 @@ Result<size_t> FleetPublisher::PublishRecords(fleet::RecordKind kind, const char
     pending.push_back(std::move(p));
   }
   std::sort(pending.begin(), pending.end(), [](const Pending& a, const Pending& b) { return a.cursor < b.cursor; });
-  return Send(pending, cursor_key);
+  auto sent = Send(pending, cursor_key);
+  if (!sent.ok()) return sent.status();
+  return *resent + *sent;
 }
 
 Result<size_t> FleetPublisher::PublishOnce() {

@@ -7,9 +7,11 @@
 // within WireLimits and the server's max_payload), then each finding, diagnosis and
 // action in its own envelope, published to faultline.<site>.<rack>.<node>.<kind> with a
 // msg id naming the rows. A cursor moves only past envelopes the stream acknowledged, in
-// order: the first failure stops the round and everything from there is sent again next
-// time (the stream drops re-sends by msg id inside its duplicate window; the analyzer
-// drops older ones by row id). So while NATS is unreachable the store buffers, and the
+// order: the first failure stops the round, and the envelopes from there are kept and
+// sent again first next round exactly as they were (same msg ids, so the stream stores
+// each once even when its first ack was lost in a fail-over); only then are newer rows
+// read. A restart cuts them afresh from the cursor (the analyzer drops re-sent rows by
+// row id). So while NATS is unreachable the store buffers, and the
 // publisher catches up in order afterwards; a restart resumes at the stored cursors.
 //
 // A cursor above its table's highest row id means retention emptied the table and SQLite
@@ -28,6 +30,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -104,8 +107,12 @@ class FleetPublisher {
   Result<size_t> PublishObservations();
   template <typename T>
   Result<size_t> PublishRecords(fleet::RecordKind kind, const char* cursor_key);
-  // Publishes `pending` in order; saves the cursor of the last acked prefix.
+  // Publishes `pending` in order; saves the cursor of the last acked prefix and keeps the
+  // rest (KeepUnacked) for SendUnacked to publish again, unchanged, next round.
   Result<size_t> Send(std::vector<Pending>& pending, const char* cursor_key);
+  void KeepUnacked(std::vector<Pending>& pending, std::vector<fleet::nats::OutMessage>& messages, size_t first_unacked,
+                   const char* cursor_key);
+  Result<size_t> SendUnacked(const char* cursor_key);
   Result<int64_t> Cursor(const char* key);
   // The cursor, reset to 0 when the table's ids restarted below it.
   Result<int64_t> StartAt(const char* key, int64_t max_id);
@@ -127,6 +134,7 @@ class FleetPublisher {
   std::unique_ptr<fleet::nats::Connection> conn_;
   MaxRowIds max_ids_;  // of this round
   std::string epoch_;
+  std::map<std::string, std::vector<Pending>> unsent_;  // by cursor key: not acked last round
   bool behind_ = false;
   bool failing_ = false;
 

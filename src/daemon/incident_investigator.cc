@@ -70,6 +70,7 @@ InvestigatorOptions InvestigatorOptionsFor(const AssistantSection& s) {
   o.llm.model = s.llm_model;
   o.llm.api_key_file = s.llm_key_file;
   o.llm.ca_file = s.llm_ca_file;
+  o.llm.allow_http = s.llm_allow_http;
   o.llm.timeout_ms = std::max<int64_t>(1, s.llm_timeout_ns / 1'000'000);
   o.ask.max_steps = static_cast<size_t>(std::max<int64_t>(1, s.llm_max_steps));
   o.ask.max_tokens = std::max<int64_t>(1, s.llm_max_tokens);

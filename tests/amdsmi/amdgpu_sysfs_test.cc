@@ -1,8 +1,14 @@
 // The amdgpu sysfs reader over a fake tree (sim/fake_amdsmi/fake_amdgpu_sysfs.h) and over
 // damaged files: a bad file is that file's error, the card's other files still count.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <future>
+#include <set>
 
 #include "amd_test_env.h"
 #include "sim/fake_amdsmi/fake_amdgpu_sysfs.h"
@@ -117,6 +123,53 @@ TEST(AmdgpuSysfs, SkipsOtherVendorsConnectorsAndNoise) {
   AmdCollector c(nullptr, AmdOptions{.use_library = false, .sysfs_root = env.root()});
   AmdSample s = c.Sample();
   EXPECT_EQ(s.gpu_count, 1);
+}
+
+// Issue 25: 4,900 card entries in a --root tree took 351 MB; the entries read are capped.
+TEST(AmdgpuSysfs, ThousandsOfCardEntriesAreCappedWithAnError) {
+  AmdTestEnv env;
+  ASSERT_TRUE(fake_amdsmi::WriteFakeAmdgpuCard(env.root(), 0, Card(0)).ok());
+  ASSERT_TRUE(fake_amdsmi::WriteFakeAmdgpuCard(env.root(), 1, Card(1)).ok());
+  const size_t entries = kMaxAmdCards + 200;
+  for (size_t i = 2; i < entries; ++i) {
+    std::filesystem::create_directories(env.root() + "/sys/class/drm/card" + std::to_string(i) + "/device");
+  }
+  RootFs root(env.root());
+  FaultInjectingFs fs(root);
+  std::vector<AmdError> errors;
+  std::vector<std::string> notes;
+  std::vector<AmdGpuReading> gpus = ReadAmdgpuSysfs(fs, errors, notes);
+  EXPECT_EQ(gpus.size(), 2u);  // card0 and card1 come first in name order
+  std::set<std::string> cards_read;
+  for (const std::string& path : fs.reads()) {
+    const size_t at = path.find("/drm/card");
+    if (at != std::string::npos) cards_read.insert(path.substr(at, path.find('/', at + 5) - at));
+  }
+  EXPECT_LE(cards_read.size(), kMaxAmdCards);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].message.find("more than " + std::to_string(kMaxAmdCards) + " card entries"), std::string::npos)
+      << errors[0].message;
+}
+
+// Issue 25: a FIFO where a RAS counter should be hung `collect amd` in open().
+TEST(AmdgpuSysfs, AFifoIsAnErrorOfThatFileNotAHang) {
+  AmdTestEnv env;
+  ASSERT_TRUE(fake_amdsmi::WriteFakeAmdgpuCard(env.root(), 0, Card(0)).ok());
+  const std::string fifo = env.root() + "/sys/devices/amdgpu-fake/0000:0c:00.0/ras/umc_err_count";
+  ASSERT_TRUE(std::filesystem::remove(fifo));
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  AmdCollector c(nullptr, AmdOptions{.use_library = false, .sysfs_root = env.root()});
+  auto sampling = std::async(std::launch::async, [&c] { return c.Sample(); });
+  if (sampling.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    ADD_FAILURE() << "Sample() blocked on a FIFO";
+    const int w = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);  // let the stuck reader go
+    if (w >= 0) ::close(w);
+  }
+  AmdSample s = sampling.get();
+  EXPECT_EQ(s.gpu_count, 1);
+  std::string all;
+  for (const AmdError& e : s.errors) all += e.message + "\n";
+  EXPECT_NE(all.find("umc_err_count: not a regular file"), std::string::npos) << all;
 }
 
 TEST(AmdgpuSysfs, NoTreeIsNoGpuNotACrash) {

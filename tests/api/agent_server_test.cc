@@ -38,13 +38,22 @@ daemon::AgentConfig Config(const TempDir& dir) {
 class AgentServer : public ::testing::Test {
  protected:
   AgentServer() : clock_(kT0, 150 * kSec), logger_(log_, daemon::LogLevel::kDebug, clock_) {}
-  // An agent run once over `config`, served on 127.0.0.1:0 with token "t0k".
-  void Serve(const daemon::AgentConfig& config) {
+  // An agent run once over `config`, served on 127.0.0.1:0 with token "t0k"; with
+  // `own_reader`, the API reads through a read-only connection of its own (as `faultline
+  // agent` runs it).
+  void Serve(const daemon::AgentConfig& config, bool own_reader = false) {
     auto agent = daemon::Agent::Create(config, clock_, logger_);
     ASSERT_TRUE(agent.ok()) << agent.status().ToString();
     agent_ = std::move(agent).value();
     ASSERT_TRUE(agent_->RunOnce().ok());  // a source that fails is not an agent error
-    provider_ = std::make_unique<api::AgentProvider>(*agent_, clock_);
+    if (own_reader) {
+      StoreOptions read_only;
+      read_only.read_only = true;
+      auto reader = Store::Open(config.agent.store_path, read_only);
+      ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+      reader_ = std::move(reader).value();
+    }
+    provider_ = std::make_unique<api::AgentProvider>(*agent_, clock_, reader_.get());
     api::ServerOptions options;
     options.listen = "127.0.0.1:0";
     options.api.token = "t0k";
@@ -69,6 +78,7 @@ class AgentServer : public ::testing::Test {
   std::ostringstream log_;
   daemon::Logger logger_;
   std::unique_ptr<daemon::Agent> agent_;
+  std::unique_ptr<Store> reader_;
   std::unique_ptr<api::AgentProvider> provider_;
   std::unique_ptr<api::Server> server_;
 };
@@ -146,6 +156,32 @@ TEST_F(AgentServer, AnAcknowledgementIsStoredInTheAgentsStore) {
   bool acked = false;
   for (const auto& row : actions->rows) acked = acked || row.value.outcome == "acknowledged";
   EXPECT_TRUE(acked);
+}
+
+// Before the fix every API read took the lock of the agent's own connection, the one its
+// pipeline commits through, for as long as the query ran. Now the API reads through its
+// own (WAL lets it read beside the writer) and writes through the agent's: shown by closing
+// the agent's store, after which reads still answer and only a write fails.
+TEST_F(AgentServer, ReadsGoThroughTheServersOwnConnection) {
+  daemon::AgentConfig config = Config(dir_);
+  Write(config.kmsg.path, kFellOffBus);
+  Serve(config, /*own_reader=*/true);
+  auto active = agent_->store().LatestDiagnosis("node7");
+  ASSERT_TRUE(active.ok() && active->has_value());
+  const std::string ack = "/api/v1/diagnoses/" + std::to_string((*active)->id) + "/ack";
+  httplib::Client client("127.0.0.1", server_->port());
+  const httplib::Headers auth{{"Authorization", "Bearer t0k"}};
+  auto first = client.Post(ack.c_str(), auth, R"({"note":"on it"})", "application/json");
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->status, 201) << first->body;
+  // Written through the agent's connection, read back through the server's.
+  EXPECT_NE(Get("/api/v1/actions").find("acknowledged"), std::string::npos);
+  ASSERT_TRUE(agent_->Stop().ok());  // closes the agent's store
+  EXPECT_NE(Get("/api/v1/observations?limit=5").find("\"count\":"), std::string::npos);
+  EXPECT_NE(Get("/api/v1/node").find("gpu_fell_off_bus"), std::string::npos);
+  auto second = client.Post(ack.c_str(), auth, R"({"note":"again"})", "application/json");
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->status, 503) << second->body;
 }
 
 TEST_F(AgentServer, ResolveClosesTheIncidentOnceAndReevaluateIsAccepted) {

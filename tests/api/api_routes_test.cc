@@ -2,7 +2,10 @@
 // shapes (shared with the CLI's --json), paging, and the error replies.
 #include <gtest/gtest.h>
 
+#include <condition_variable>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "api_fixture.h"
 #include "daemon/why_slow.h"
@@ -189,6 +192,105 @@ TEST_F(ApiRoutes, WhySlowIsTheCliShape) {
   Json empty = ParseBody(server.Client().Get("/api/v1/why-slow?since=2025-11-28T00:00:00Z&until=2025-11-28T01:00:00Z"));
   EXPECT_EQ(empty["status"], "unknown");
   EXPECT_EQ(empty["primary"]["fault_class"], "none");
+}
+
+// Before the fix an open or old `since` read the whole store (every finding and up to
+// 200 000 observations per request): a few requests cost the agent half a gigabyte.
+TEST_F(ApiRoutes, WhySlowWindowIsBounded) {
+  auto provider = Provider();
+  RunningServer server(provider, {});
+  auto r = server.Client().Get("/api/v1/why-slow?since=1");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  Json e = ParseBody(r);
+  EXPECT_EQ(e["param"], "since");
+  EXPECT_NE(e["error"].get<std::string>().find("24h"), std::string::npos) << r->body;
+  EXPECT_EQ(
+      ParseBody(server.Client().Get("/api/v1/why-slow?since=2025-11-28T00:00:00Z&until=2025-11-29T10:00:00Z"))["param"],
+      "since");  // 34 h
+  // No since: the last 24 h before "now" (the newest observation here), and the answer says so.
+  const int64_t now = kT0 + 61 * kSec;
+  const int64_t since = now - 24 * 3600 * kSec;
+  Json j = ParseBody(server.Client().Get("/api/v1/why-slow"));
+  ASSERT_TRUE(j.contains("capped")) << j.dump();
+  EXPECT_EQ(j["capped"], (Json{{"since_ns", since}}));
+  auto answer = daemon::WhySlow(*store_, {.node = kNode, .since_ns = since});
+  ASSERT_TRUE(answer.ok());
+  Json expected = daemon::WhySlowJson(kNode, *answer);
+  expected["capped"] = Json{{"since_ns", since}};
+  EXPECT_EQ(j, expected);
+}
+
+TEST_F(ApiRoutes, WhySlowReadsAtMostMaxObservations) {
+  auto provider = Provider();
+  api::ServerOptions options;
+  options.api.analysis.max_observations = 5;
+  RunningServer server(provider, options);
+  Json j = ParseBody(server.Client().Get("/api/v1/why-slow?since=2025-11-29T09:59:00Z"));
+  EXPECT_EQ(j["capped"], (Json{{"observations", 5}})) << j.dump();
+  auto answer = daemon::WhySlow(*store_, {.node = kNode, .since_ns = kT0 - 60 * kSec, .max_observations = 5});
+  ASSERT_TRUE(answer.ok());
+  EXPECT_EQ(answer->observations, 5u);
+  EXPECT_EQ(j["reason"], daemon::WhySlowJson(kNode, *answer)["reason"]);
+}
+
+// A provider whose analysis waits until released: one why-slow held in flight.
+class HeldProvider : public api::StoreProvider {
+ public:
+  using api::StoreProvider::StoreProvider;
+  Result<daemon::WhySlowAnswer> WhySlow(int64_t since, int64_t until, size_t max_observations) override {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      ++entered_;
+      cv_.notify_all();
+      cv_.wait_for(lock, std::chrono::seconds(20), [this] { return released_; });
+    }
+    return api::StoreProvider::WhySlow(since, until, max_observations);
+  }
+  bool WaitEntered() {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(20), [this] { return entered_ > 0; });
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int entered_ = 0;
+  bool released_ = false;
+};
+
+// Before the fix every worker could run an analysis at once, each holding the store and
+// its rows: analyses now take one slot, and past it the answer is 503 at once.
+TEST_F(ApiRoutes, OneAnalysisAtATimeOthers503) {
+  HeldProvider provider(*store_, {.node = kNode});
+  RunningServer server(provider, {});
+  int first_status = 0;
+  std::thread first([&] {
+    auto r = server.Client().Get("/api/v1/why-slow?since=2h");
+    first_status = r ? r->status : -1;
+  });
+  ASSERT_TRUE(provider.WaitEntered());
+  auto second = server.Client().Get("/api/v1/why-slow?since=2h");
+  auto ask = server.Client().Post("/api/v1/ask", R"({"question":"why is this node slow?"})", "application/json");
+  auto node = server.Client().Get("/api/v1/node");  // not an analysis: served
+  provider.Release();
+  first.join();
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->status, 503) << second->body;
+  EXPECT_EQ(second->get_header_value("Retry-After"), "1");
+  ASSERT_TRUE(ask);
+  EXPECT_EQ(ask->status, 503) << ask->body;
+  ASSERT_TRUE(node);
+  EXPECT_EQ(node->status, 200);
+  EXPECT_EQ(first_status, 200);
+  auto after = server.Client().Get("/api/v1/why-slow?since=2h");  // the slot is back
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->status, 200);
 }
 
 TEST_F(ApiRoutes, ObservationFilters) {

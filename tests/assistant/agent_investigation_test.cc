@@ -573,7 +573,17 @@ TEST(IncidentInvestigatorConfig, AModelNeedsItsNameAndAnHttpUrl) {
   EXPECT_NE(bad.status().message().find("llm_model"), std::string::npos);
   EXPECT_FALSE(ParseAgentConfig("[assistant]\nllm_url = \"ftp://x\"\nllm_model = \"m\"\n").ok());
   EXPECT_FALSE(ParseAgentConfig("[assistant]\nllm_model = \"m\"\n").ok());
-  EXPECT_FALSE(ParseAgentConfig("[assistant]\nllm_url = \"http://h/v1\"\nllm_model = \"m\"\nllm_queue = 0\n").ok());
+  EXPECT_FALSE(
+      ParseAgentConfig("[assistant]\nllm_url = \"http://127.0.0.1/v1\"\nllm_model = \"m\"\nllm_queue = 0\n").ok());
+  // Issue 25: plain http to a host that is not loopback only with llm_allow_http.
+  auto clear = ParseAgentConfig("[assistant]\nllm_url = \"http://10.0.0.5:8080/v1\"\nllm_model = \"m\"\n");
+  ASSERT_FALSE(clear.ok());
+  EXPECT_NE(clear.status().message().find("llm_allow_http"), std::string::npos) << clear.status().message();
+  auto allowed = ParseAgentConfig(
+      "[assistant]\nllm_url = \"http://10.0.0.5:8080/v1\"\nllm_model = \"m\"\nllm_allow_http = true\n");
+  ASSERT_TRUE(allowed.ok()) << allowed.status().ToString();
+  EXPECT_TRUE(InvestigatorOptionsFor(allowed->assistant).llm.allow_http);
+  EXPECT_TRUE(ParseAgentConfig("[assistant]\nllm_url = \"https://10.0.0.5/v1\"\nllm_model = \"m\"\n").ok());
   auto good = ParseAgentConfig(
       "[assistant]\nllm_url = \"http://127.0.0.1:8080/v1\"\nllm_model = \"local\"\nllm_timeout = \"30s\"\n"
       "llm_max_per_hour = 2\nslow_recheck = \"15m\"\n");

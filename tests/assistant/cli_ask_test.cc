@@ -2,12 +2,14 @@
 // pipeline, --json, a scripted model over loopback (transcript stored, terminal escapes
 // stripped), and bad options.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 
 #include "assistant_fixtures.h"
 #include "fake_llm_server.h"
@@ -220,6 +222,30 @@ TEST_F(CliAsk, WithAScriptedModelTheTranscriptIsStored) {
   auto after = (*reopened)->ListActions(q);
   ASSERT_TRUE(after.ok());
   EXPECT_EQ(after->rows.size(), 1u);
+}
+
+// Issue 25: a key the model echoed was printed and stored with the transcript.
+TEST_F(CliAsk, AKeyTheModelEchoesIsNeitherPrintedNorStored) {
+  const std::string key = (dir_ / "key").string();
+  std::ofstream(key) << "sk-cli-echo-31337\n";
+  ASSERT_EQ(::chmod(key.c_str(), 0600), 0);
+  FakeLlmServer server([](const Json&, size_t i) {
+    if (i == 0) return ScriptedReply{200, ToolCallsReply({{"search_kb", R"({"query":"sk-cli-echo-31337"})"}}), 0};
+    return ScriptedReply{200, TextReply("Done. Your key is sk-cli-echo-31337."), 0};
+  });
+  Ran r = RunFaultline(Base() + "--llm-url " + server.BaseUrl() + " --llm-model m --llm-key-file " + key + " 'q'");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_EQ(r.out.find("sk-cli-echo-31337"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Your key is [redacted]."), std::string::npos) << r.out;
+  auto store = Store::Open(path_);
+  ASSERT_TRUE(store.ok());
+  auto actions = (*store)->ListActions(RecordQuery{});
+  ASSERT_TRUE(actions.ok());
+  ASSERT_EQ(actions->rows.size(), 1u);
+  const auto& row = actions->rows[0].value;
+  EXPECT_EQ(row.reason.find("sk-cli-echo-31337"), std::string::npos) << row.reason;
+  for (const auto& [name, value] : row.attrs) EXPECT_EQ(value.find("sk-cli-echo-31337"), std::string::npos) << name;
+  EXPECT_NE(row.attrs.at("transcript").find("[redacted]"), std::string::npos);
 }
 
 TEST_F(CliAsk, BadOptions) {

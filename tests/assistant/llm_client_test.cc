@@ -251,6 +251,56 @@ TEST(LlmClient, KeyEchoedByServerNeverReachesTheError) {
   EXPECT_EQ(reply2.status().message().find("sk-echo-777"), std::string::npos) << reply2.status().message();
 }
 
+// Issue 25: a key the model (or whatever answers as it) echoes reached the transcript.
+TEST(LlmClient, SecretsEchoedInTheReplyAreRedactedBeforeTheCallerSeesThem) {
+  FakeLlmServer server([](const Json&, size_t i) {
+    if (i == 0) {
+      return ScriptedReply{
+          200, ToolCallsReply({{"search_kb", R"({"query":"sk-echo-777 and bmc-pass-55"})"}, {"sk-echo-777", "{}"}}), 0};
+    }
+    return ScriptedReply{200, TextReply("Your key is sk-echo-777; the BMC's is bmc-pass-55."), 0};
+  });
+  TempDir dir;
+  LlmConfig config{server.BaseUrl(), "m", dir.Write("key", "sk-echo-777\n", 0600)};
+  config.secrets = {"bmc-pass-55", ""};  // an empty one is no secret (and must not match everywhere)
+  auto client = OpenAiChatClient::Create(config);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  auto calls = (*client)->Complete(Hello());
+  ASSERT_TRUE(calls.ok()) << calls.status().ToString();
+  ASSERT_EQ(calls->message.tool_calls.size(), 2u);
+  EXPECT_EQ(calls->message.tool_calls[0].arguments, R"({"query":"[redacted] and [redacted]"})");
+  EXPECT_EQ(calls->message.tool_calls[1].name, "[redacted]");
+  auto text = (*client)->Complete(Hello());
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  EXPECT_EQ(text->message.content, "Your key is [redacted]; the BMC's is [redacted].");
+}
+
+// Issue 25: the key went in clear to any http:// URL.
+TEST(LlmClient, PlainHttpToAHostThatIsNotLoopbackNeedsTheOptIn) {
+  TempDir dir;
+  const std::string key = dir.Write("key", "sk-never-sent\n", 0600);
+  for (const char* url : {"http://10.1.2.3:8080/v1", "http://llm.example/v1", "http://127.0.0.1.evil.example/v1",
+                          "http://localhost.evil.example/v1", "http://2130706433/v1", "http://[::ffff:10.0.0.1]/v1",
+                          "http://[2001:db8::1]:8080/v1"}) {
+    auto refused = OpenAiChatClient::Create({url, "m", key});
+    ASSERT_FALSE(refused.ok()) << url;
+    EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument) << url;
+    EXPECT_NE(refused.status().message().find("--llm-allow-http"), std::string::npos) << refused.status().message();
+    EXPECT_EQ(refused.status().message().find("sk-never-sent"), std::string::npos);
+    LlmConfig allowed{url, "m", key};
+    allowed.allow_http = true;
+    EXPECT_TRUE(OpenAiChatClient::Create(allowed).ok()) << url;  // nothing is sent by Create
+  }
+  for (const char* url :
+       {"http://127.0.0.1:8080/v1", "http://127.8.9.10/v1", "http://localhost:1/v1", "http://LOCALHOST:1/v1",
+        "http://[::1]:8080/v1", "http://[::ffff:127.0.0.1]:1/v1", "https://10.1.2.3/v1", "https://llm.example/v1"}) {
+    EXPECT_TRUE(OpenAiChatClient::Create({url, "m", key}).ok()) << url;
+    EXPECT_TRUE(CheckLlmUrl(url, false).ok()) << url;
+  }
+  EXPECT_EQ(CheckLlmUrl("http://user@127.0.0.1/v1", true).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckLlmUrl("ftp://127.0.0.1/v1", true).code(), StatusCode::kInvalidArgument);
+}
+
 TEST(LlmClient, TenMegabyteReplyIsRefused) {
   const std::string huge = TextReply(std::string(10 << 20, 'x'));
   FakeLlmServer server([&](const Json&, size_t) { return ScriptedReply{200, huge, 0}; });

@@ -1,10 +1,15 @@
 #include "sources/ethernet/collector.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 
 #include "core/clock.h"
 #include "sim/fake_sysfs/fake_ethernet.h"
@@ -216,6 +221,39 @@ TEST_F(EthernetCollectorTest, HostileNamesAndEscapingLinksAreSkipped) {
   EXPECT_GE(std::count_if(s.errors.begin(), s.errors.end(),
                           [](const Status& e) { return e.message().find("unusable") != std::string::npos; }),
             3);
+}
+
+// Issue 25: a FIFO in the tree hung `collect ethernet` (and the agent's source thread) in
+// open(), and a link out of the root had the file it named quoted in the error.
+TEST_F(EthernetCollectorTest, AFifoOrALinkOutOfTheRootNeitherHangsNorLeaks) {
+  const fs::path fifo = dir_.string() + "/sys/class/net/eth0/operstate";
+  ASSERT_TRUE(fs::remove(fifo));
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const fs::path outside = dir_.string() + "_outside";
+  fs::create_directories(outside);
+  std::ofstream(outside / "secret") << "SECRET-CONTENT-42\n";
+  const fs::path speed = dir_.string() + "/sys/class/net/eth1/speed";
+  ASSERT_TRUE(fs::remove(speed));
+  fs::create_symlink(outside / "secret", speed);
+  EthernetCollector c = Make();
+  auto collecting = std::async(std::launch::async, [&c] { return c.Collect(); });
+  if (collecting.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    ADD_FAILURE() << "Collect() blocked on a FIFO";
+    const int w = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);  // let the stuck reader go
+    if (w >= 0) ::close(w);
+  }
+  EthernetSample s = collecting.get();
+  fs::remove_all(outside);
+  bool fifo_refused = false, link_refused = false;
+  for (const Status& e : s.errors) {
+    EXPECT_EQ(e.message().find("SECRET"), std::string::npos) << e.message();
+    fifo_refused |= e.message().find("eth0/operstate: not a regular file") != std::string::npos;
+    link_refused |= e.message().find("eth1/speed: resolves outside the root") != std::string::npos;
+  }
+  EXPECT_TRUE(fifo_refused);
+  EXPECT_TRUE(link_refused);
+  for (const Observation& o : s.observations) EXPECT_EQ(o.raw.find("SECRET"), std::string::npos) << o.raw;
+  EXPECT_NE(Find(s, "eth/eth2", ObsKind::kEthLinkState), nullptr);  // the other interfaces are still read
 }
 
 TEST_F(EthernetCollectorTest, TopologyNamesTheSwitchPortCableAndExpectedSpeed) {

@@ -9,6 +9,8 @@
 
 #include "fleet/wire.h"
 #include "nats_server.h"
+#include "sim/fleet/fleet_bench.h"
+#include "sim/fleet/fleet_nats.h"
 
 namespace faultline::fleet::nats {
 namespace {
@@ -125,6 +127,64 @@ TEST_F(FleetCliTest, OnceFindsTheSharedPduThenARerunRestoresAndRepeatsNothing) {
   ASSERT_EQ(third.exit_code, 0) << third.err;
   EXPECT_NE(third.err.find("state restored"), std::string::npos) << third.err;
   EXPECT_TRUE(third.out.empty()) << "nothing new after a restart: " << third.out;
+}
+
+// An operator's stream (1-hour max age) met by `faultline fleet` without a flag for it: kept,
+// and the difference is printed as a warning (issue 25: settings silently reset).
+TEST_F(FleetCliTest, AnExistingStreamKeepsItsSettingsAndTheDifferenceIsWarnedAbout) {
+  auto c = ConnectOrFail(OptionsFor({server_->url()}));
+  ASSERT_NE(c, nullptr);
+  StreamConfig mine;
+  mine.max_age_ns = 3600 * kSec;
+  mine.max_bytes = 128 << 20;
+  ASSERT_TRUE(c->EnsureStream(mine).ok());
+  Ran run = RunFleet(dir_, Base() + " --once");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  auto st = c->GetStream("FAULTLINE");
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->config.max_age_ns, 3600 * kSec) << "reset to the default";
+  EXPECT_NE(run.err.find("warning: stream FAULTLINE: max age"), std::string::npos) << run.err;
+  // --max-bytes was given: that one is changed, as asked.
+  EXPECT_EQ(st->config.max_bytes, int64_t{268435456});
+}
+
+// `sim fleet --nats` then `faultline fleet --once` (issue 25: 0 diagnoses, and an exit after a
+// few hundred messages): every published message is taken and the scenario's shared causes
+// are found, though its data is days older than the wall clock.
+TEST_F(FleetCliTest, OnceAfterASimulatedFleetTakesEveryMessageAndFindsItsCauses) {
+  auto c = ConnectOrFail(OptionsFor({server_->url()}));
+  ASSERT_NE(c, nullptr);
+  StreamConfig small;
+  small.max_bytes = 256 << 20;  // what the test server can reserve
+  ASSERT_TRUE(c->EnsureStream(small).ok());
+  sim::FleetBenchSpec spec;
+  spec.nodes = 48;
+  spec.duration_s = 900;
+  const sim::FleetScenario sc = sim::GenerateBenchFleet(spec);
+  ASSERT_FALSE(sc.truth.causes.empty());
+  ASSERT_LT(sc.start_ns + int64_t{3600} * kSec, static_cast<int64_t>(::time(nullptr)) * kSec)
+      << "the scenario's clock must lie well behind the wall clock for this test";
+  sim::FleetNatsPublishOptions po;
+  po.urls = server_->url();
+  auto published = sim::PublishFleetScenario(sc, po);
+  ASSERT_TRUE(published.ok()) << published.status().ToString();
+  ASSERT_EQ(published->failed, 0u);
+  std::ofstream(dir_.File("sim.json")) << sim::FleetTopologyJson(sc.topology);
+
+  Ran run = RunFleet(dir_, "--nats " + server_->url() + " --topology " + dir_.File("sim.json") +
+                               " --instance test --max-bytes 268435456 --once --json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.err.find(std::to_string(published->messages) + " ingested"), std::string::npos)
+      << published->messages << " published; " << run.err;
+  std::istringstream lines(run.out);
+  std::string line;
+  int shared = 0;
+  while (std::getline(lines, line)) {
+    auto j = Json::parse(line, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << line;
+    shared += j.value("cause", "") != "straggler" ? 1 : 0;
+  }
+  EXPECT_GE(shared, 1) << run.err;
 }
 
 TEST_F(FleetCliTest, BadArgumentsAndAnAbsentServerHaveTheirExitCodes) {

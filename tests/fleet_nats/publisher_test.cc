@@ -329,5 +329,47 @@ TEST_F(FleetPublisherTest, OversizedRowsAreCutOrSplitAndUndecodableRowsSteppedPa
   EXPECT_EQ(more.observation_ids, (std::vector<int64_t>{41, 42, 44, 45}));
 }
 
+// The msg ids the stream holds, in stream order.
+std::vector<std::string> StoredMsgIds(Connection& c, size_t expect) {
+  auto consumer = c.BindPullConsumer(ConsumerConfig{.stream = "FAULTLINE", .durable = "ids"});
+  EXPECT_TRUE(consumer.ok()) << consumer.status().ToString();
+  std::vector<std::string> ids;
+  if (!consumer.ok()) return ids;
+  WaitUntil([&] {
+    auto msgs = (*consumer)->Fetch(100, 200'000'000);
+    if (msgs.ok()) {
+      for (auto& m : *msgs) {
+        ids.push_back(m.msg_id());
+        (void)m.Ack();
+      }
+    }
+    return ids.size() >= expect;
+  });
+  return ids;
+}
+
+// A publish that failed is sent again exactly as it was, under the same msg id, before any
+// newer row (issue 25): if its first try had reached the stream and only the ack was lost,
+// the stream drops the repeat. Cut afresh with the newer rows it would carry another id
+// (rows 1-40 here) and be stored a second time.
+TEST_F(FleetPublisherTest, AFailedEnvelopeIsSentAgainUnderTheSameMsgIdBeforeNewerRows) {
+  ASSERT_TRUE(server_->Start());
+  auto c = ConnectOrFail(OptionsFor({server_->url()}));
+  ASSERT_NE(c, nullptr);
+  StoreReadings(1, 30);
+  FleetPublisher pub(*store_, Options(), clock_, nullptr);  // up to 40 observations an envelope
+  // No stream yet: the server answers the publish with "no responders".
+  auto failed = pub.PublishOnce();
+  ASSERT_FALSE(failed.ok());
+  StoreReadings(31, 60);
+  ASSERT_TRUE(EnsureStreamRetrying(*c, SmallStream()).ok());
+  ASSERT_TRUE(WaitUntil([&] { return pub.PublishOnce().ok(); }));
+  const std::string epoch = Cursor("epoch");
+  ASSERT_FALSE(epoch.empty());
+  EXPECT_EQ(StoredMsgIds(*c, 2), (std::vector<std::string>{"gpu-07/obs/1-30@" + epoch, "gpu-07/obs/31-60@" + epoch}));
+  EXPECT_EQ(pub.stats().observations, 60u);
+  EXPECT_EQ(Cursor("obs_after_id"), "60");
+}
+
 }  // namespace
 }  // namespace faultline::daemon

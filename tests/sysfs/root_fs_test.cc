@@ -2,12 +2,16 @@
 // device's path again at every poll was half an idle sysfs thread's kernel time). A
 // handle must never answer for a path that now names something else: these tests
 // change the tree under a RootFs the way hot-unplug, a rescan or the simulator do.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <string>
 
 #include "sources/sysfs/fs.h"
@@ -120,6 +124,89 @@ TEST_F(RootFsTest, OversizedAndUnreadableStillFailClearly) {
   EXPECT_FALSE(dir_as_file.ok());
   auto under_a_file = rootfs.ReadFile(std::string(kAer) + "/x", 4096);
   EXPECT_FALSE(under_a_file.ok());
+}
+
+// A hostile --root (issue 25): a FIFO where an attribute should be hung the reader in
+// open(), and links leaving the tree were followed, their content quoted in errors.
+class HostileTreeTest : public RootFsTest {
+ protected:
+  void SetUp() override {
+    RootFsTest::SetUp();
+    outside_ = root_.string() + "_outside";
+    fs::create_directories(outside_);
+    std::ofstream(outside_ / "secret") << "SECRET-CONTENT-42\n";
+  }
+  void TearDown() override {
+    fs::remove_all(outside_);
+    RootFsTest::TearDown();
+  }
+  // ReadFile on another thread, given `seconds`; a reader stuck on the FIFO is released
+  // (a writer opens and closes it) so that a failing test ends instead of hanging.
+  Result<std::string> ReadWithin(const RootFs& rootfs, const std::string& path, const fs::path& fifo, int seconds) {
+    auto reading = std::async(std::launch::async, [&] { return rootfs.ReadFile(path, 4096); });
+    if (reading.wait_for(std::chrono::seconds(seconds)) != std::future_status::ready) {
+      ADD_FAILURE() << path << ": ReadFile blocked on a FIFO";
+      const int w = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+      if (w >= 0) ::close(w);
+    }
+    return reading.get();
+  }
+  fs::path outside_;
+};
+
+TEST_F(HostileTreeTest, AFifoIsRefusedWithoutBlocking) {
+  const std::string path = "/sys/class/net/eth0/operstate";
+  fs::create_directories(root_ / "sys/class/net/eth0");
+  const fs::path fifo = root_ / path.substr(1);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  RootFs rootfs(root_.string());
+  auto r = ReadWithin(rootfs, path, fifo, 5);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kCorrupt);
+  EXPECT_NE(r.status().message().find("not a regular file"), std::string::npos) << r.status().message();
+  // Under "/" too (the live tree, where files are opened directly, non-blocking).
+  RootFs live("/");
+  auto l = ReadWithin(live, fifo.string(), fifo, 5);
+  ASSERT_FALSE(l.ok());
+  EXPECT_EQ(l.status().code(), StatusCode::kCorrupt);
+}
+
+TEST_F(HostileTreeTest, DevicesAndDirectoriesAreNotRead) {
+  fs::create_directories(root_ / "sys/class/net/eth0");
+  fs::create_symlink("/dev/zero", root_ / "sys/class/net/eth0/speed");
+  RootFs rootfs(root_.string());
+  auto dev = rootfs.ReadFile("/sys/class/net/eth0/speed", 4096);
+  ASSERT_FALSE(dev.ok());
+  EXPECT_EQ(dev.status().code(), StatusCode::kCorrupt);
+  auto live = RootFs("/").ReadFile("/dev/zero", 4096);
+  ASSERT_FALSE(live.ok());
+  EXPECT_NE(live.status().message().find("not a regular file"), std::string::npos) << live.status().message();
+  EXPECT_FALSE(rootfs.ReadFile("/sys/class/net/eth0", 4096).ok());
+}
+
+TEST_F(HostileTreeTest, LinksLeavingTheRootAreRefusedWithoutQuotingTheFile) {
+  fs::create_directories(root_ / "sys/class/net/eth0");
+  fs::create_symlink(outside_ / "secret", root_ / "sys/class/net/eth0/operstate");  // absolute
+  fs::create_symlink("../../../../../" + outside_.filename().string() + "/secret",
+                     root_ / "sys/class/net/eth0/speed");                 // relative, climbing out
+  fs::create_directory_symlink(outside_, root_ / "sys/class/net/evil0");  // a directory link out
+  RootFs rootfs(root_.string());
+  for (const std::string path :
+       {"/sys/class/net/eth0/operstate", "/sys/class/net/eth0/speed", "/sys/class/net/evil0/secret"}) {
+    auto r = rootfs.ReadFile(path, 4096);
+    ASSERT_FALSE(r.ok()) << path;
+    EXPECT_EQ(r.status().code(), StatusCode::kCorrupt) << path;
+    EXPECT_NE(r.status().message().find("outside the root"), std::string::npos) << r.status().message();
+    EXPECT_EQ(r.status().message().find("SECRET"), std::string::npos) << r.status().message();
+    EXPECT_EQ(r.status().message().find(outside_.string()), std::string::npos) << r.status().message();
+  }
+  auto listed = rootfs.ListDir("/sys/class/net/evil0");
+  ASSERT_FALSE(listed.ok());
+  EXPECT_EQ(listed.status().code(), StatusCode::kCorrupt);
+  // Links inside the tree are sysfs' normal shape and still work.
+  Write(kAer, "RxErr 0\n");
+  EXPECT_EQ(*rootfs.ReadFile(kAer, 4096), "RxErr 0\n");
+  EXPECT_TRUE(rootfs.ListDir("/sys/bus/pci/devices/0000:00:01.0").ok());
 }
 
 }  // namespace

@@ -11,11 +11,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "core/clock.h"
 
@@ -45,6 +49,8 @@ class RawClient {
   void Send(std::string_view data) {
     ASSERT_EQ(::send(fd_, data.data(), data.size(), MSG_NOSIGNAL), ssize_t(data.size()));
   }
+  // Sends without checking: the server may have closed the connection already.
+  void TrySend(std::string_view data) { ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT); }
   // Reads until the server closes the connection. True when it did (EOF or reset); false
   // when our 30 s safety net expired first, i.e. the server kept the connection open.
   bool ReadUntilClosed(std::string* got) {
@@ -105,7 +111,10 @@ TEST(WorkloadListenAddress, LoopbackByDefaultAndEveryForm) {
                         {"0.0.0.0:9464", "0.0.0.0", 9464, false},
                         {"10.1.2.3:9464", "10.1.2.3", 9464, false},
                         {"[::]:9464", "::", 9464, false},
-                        {"gpu-node-07:9464", "gpu-node-07", 9464, false}};
+                        {"gpu-node-07:9464", "gpu-node-07", 9464, false},
+                        // Names are names, whatever they start with: only where they bind tells.
+                        {"127.evil.example:9464", "127.evil.example", 9464, false},
+                        {"127.0.0.1.nip.io:9464", "127.0.0.1.nip.io", 9464, false}};
   for (const Case& c : cases) {
     auto a = ParseListenAddress(c.text);
     ASSERT_TRUE(a.ok()) << c.text << ": " << a.status().ToString();
@@ -145,11 +154,53 @@ TEST(WorkloadListenAddress, ServerRefusesToBindOpenAddressWithoutToken) {
   EXPECT_FALSE(server.running());
 }
 
+// Before the fix the loopback decision was the name's: "localhost" mapped to 0.0.0.0 (or
+// a name starting with "127.") listened on every interface without a token.
+TEST(WorkloadListenAddress, TheBoundAddressDecides) {
+  GuardedHttpServer any(GuardedServerOptions{});
+  auto everywhere = any.Bind("0", 0, "test");  // the resolver's spelling of 0.0.0.0
+  ASSERT_TRUE(everywhere.ok()) << everywhere.status().ToString();
+  EXPECT_EQ(everywhere->ip, "0.0.0.0");
+  EXPECT_FALSE(everywhere->loopback);
+  any.Stop();
+  GuardedHttpServer loop(GuardedServerOptions{});
+  auto local = loop.Bind("localhost", 0, "test");
+  ASSERT_TRUE(local.ok()) << local.status().ToString();
+  EXPECT_TRUE(local->loopback) << local->ip;
+  EXPECT_GT(local->port, 0);
+  loop.Stop();
+
+  auto refused = CheckBoundPolicy(*everywhere, false, "workload endpoint", "set a token");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("0.0.0.0"), std::string::npos) << refused.status().message();
+  EXPECT_NE(refused.status().message().find("set a token"), std::string::npos);
+  auto warned = CheckBoundPolicy(*everywhere, true, "workload endpoint", "set a token");
+  ASSERT_TRUE(warned.ok());
+  ASSERT_EQ(warned->size(), 1u);
+  EXPECT_NE(warned->front().find("not loopback"), std::string::npos);
+  auto fine = CheckBoundPolicy(*local, false, "workload endpoint", "set a token");
+  ASSERT_TRUE(fine.ok());
+  EXPECT_TRUE(fine->empty());
+}
+
+TEST(WorkloadHost, OnlyLoopbackNamesCount) {
+  for (const char* host : {"127.0.0.1", "127.0.0.1:9464", "127.200.1.2:1", "localhost", "LocalHost:9464", "localhost.",
+                           "[::1]", "[::1]:9464"}) {
+    EXPECT_TRUE(IsLoopbackHostHeader(host)) << host;
+  }
+  for (const char* host : {"", "evil.example", "127.evil.example", "127.0.0.1.nip.io", "127.1", "0.0.0.0", "[::]:80",
+                           "::1", "[::1", "localhost:", "localhost:99999999", "localhost.evil", "10.0.0.1:9464"}) {
+    EXPECT_FALSE(IsLoopbackHostHeader(host)) << host;
+  }
+}
+
 TEST(WorkloadToken, FromFileOrEnvironmentNeverInMessages) {
   const std::string dir = ::testing::TempDir() + "/wl_token_" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
   const std::string file = dir + "/token";
   std::ofstream(file) << "  " << kToken << "  \n# a comment nobody reads\n";
+  ::chmod(file.c_str(), 0600);
   auto t = LoadBearerToken(file, "");
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   EXPECT_EQ(*t, kToken);
@@ -164,6 +215,7 @@ TEST(WorkloadToken, FromFileOrEnvironmentNeverInMessages) {
   std::ofstream(dir + "/empty") << "\n";
   std::ofstream(dir + "/ctl") << "abc\x01" << kToken << "\n";
   std::ofstream(dir + "/huge") << std::string(5000, 'x') + kToken;
+  for (const char* name : {"/empty", "/ctl", "/huge"}) ::chmod((dir + name).c_str(), 0600);
   ::setenv("FAULTLINE_TEST_WL_BLANK", "   ", 1);
   ::unsetenv("FAULTLINE_TEST_WL_UNSET");
   const Result<std::string> bad[] = {LoadBearerToken(dir + "/missing", ""),
@@ -179,6 +231,31 @@ TEST(WorkloadToken, FromFileOrEnvironmentNeverInMessages) {
   }
   ::unsetenv("FAULTLINE_TEST_WL_TOKEN");
   ::unsetenv("FAULTLINE_TEST_WL_BLANK");
+  std::filesystem::remove_all(dir);
+}
+
+// Before the fix a token file any local user could read (0644) was accepted; every other
+// secret (BMC password, webhook secret, model key) had to be 0600.
+TEST(WorkloadToken, AFileGroupOrOthersCanReadIsRefused) {
+  const std::string dir = ::testing::TempDir() + "/wl_token_mode_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  const std::string file = dir + "/token";
+  std::ofstream(file) << kToken << "\n";
+  for (mode_t mode : {0644, 0640, 0604, 0660}) {
+    ::chmod(file.c_str(), mode);
+    auto t = LoadBearerToken(file, "", "api");
+    ASSERT_FALSE(t.ok()) << std::oct << mode;
+    EXPECT_EQ(t.status().code(), StatusCode::kPermissionDenied);
+    EXPECT_NE(t.status().message().find("chmod 600"), std::string::npos) << t.status().message();
+    EXPECT_NE(t.status().message().find(file), std::string::npos);
+    EXPECT_EQ(t.status().message().find(kToken), std::string::npos);
+  }
+  for (mode_t mode : {0600, 0400}) {
+    ::chmod(file.c_str(), mode);
+    auto t = LoadBearerToken(file, "", "api");
+    ASSERT_TRUE(t.ok()) << std::oct << mode << " " << t.status().ToString();
+    EXPECT_EQ(*t, kToken);
+  }
   std::filesystem::remove_all(dir);
 }
 
@@ -240,7 +317,7 @@ TEST_F(WorkloadServerTest, OversizedBodyIsRefused) {
   // The same claim made by a raw client that never sends the body: refused on the header.
   RawClient raw(server_->port());
   ASSERT_TRUE(raw.connected());
-  raw.Send("POST /v1/workload HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n");
+  raw.Send("POST /v1/workload HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000000\r\n\r\n");
   std::string got;
   EXPECT_TRUE(raw.ReadUntilClosed(&got));
   EXPECT_NE(got.find(" 413 "), std::string::npos) << got;
@@ -269,6 +346,61 @@ TEST_F(WorkloadServerTest, HalfARequestThenSilenceIsDropped) {
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 202);
   EXPECT_EQ(server_->Drain().size(), 1u);
+}
+
+// Without a token the endpoint is loopback only; before the fix a DNS-rebinding page (its
+// own name resolved to 127.0.0.1) could post reports and read the replies.
+TEST_F(WorkloadServerTest, WithoutATokenOnlyLoopbackHostsAreAnswered) {
+  Start({});
+  const std::string body = "job=a step=1 step_time_s=1";
+  auto post = [&](const std::string& host_line) {
+    RawClient raw(server_->port());
+    raw.Send("POST /v1/workload HTTP/1.1\r\n" + host_line + "Content-Length: " + std::to_string(body.size()) +
+             "\r\n\r\n" + body);
+    std::string got;
+    raw.ReadUntilClosed(&got);
+    return got;
+  };
+  const std::string evil = post("Host: evil.example:9464\r\n");
+  EXPECT_NE(evil.find(" 421 "), std::string::npos) << evil;
+  EXPECT_NE(post("").find(" 400 "), std::string::npos);
+  EXPECT_TRUE(server_->Drain().empty());
+  EXPECT_EQ(server_->stats().misdirected, 2u);
+  const std::string local = post("Host: localhost:9464\r\n");
+  EXPECT_NE(local.find(" 202 "), std::string::npos) << local;
+  EXPECT_EQ(server_->Drain().size(), 1u);
+}
+
+// Before the fix each read waited its timeout afresh: 16 connections dripping a byte now
+// and then held the 4 workers and queued ahead of every report, silencing the endpoint.
+TEST_F(WorkloadServerTest, SlowClientsCannotSilenceIt) {
+  WorkloadServerOptions o;
+  o.request_timeout_ms = 1000;
+  Start(o);
+  std::vector<std::unique_ptr<RawClient>> slow;
+  for (int i = 0; i < 16; ++i) {
+    slow.push_back(std::make_unique<RawClient>(server_->port()));
+    ASSERT_TRUE(slow.back()->connected());
+    slow.back()->Send("POST /v1/workload HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ");
+  }
+  std::atomic<bool> stop{false};
+  std::thread drip([&] {
+    for (int i = 0; i < 300 && !stop; ++i) {  // a byte each 200 ms, far inside the read timeout
+      for (auto& c : slow) c->TrySend("a");
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  });
+  auto r = Post("job=a step=1 step_time_s=1");
+  for (int i = 0; i < 100 && r && r->status == 503; ++i) {  // a 503 (no worker free) is an answer: retry
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    r = Post("job=a step=1 step_time_s=1");
+  }
+  stop = true;
+  drip.join();
+  ASSERT_TRUE(r) << "the report waited behind slow clients until its client gave up";
+  EXPECT_EQ(r->status, 202);
+  EXPECT_EQ(server_->Drain().size(), 1u);
+  EXPECT_GE(server_->stats().timed_out, 4u);
 }
 
 TEST_F(WorkloadServerTest, StopsCleanlyWithAClientConnected) {

@@ -36,6 +36,7 @@ struct AgentBenchArgs {
   std::string llm_model;
   std::string llm_key_file;
   std::string llm_ca;
+  bool llm_allow_http = false;
   double llm_timeout_s = 120;
   double skip_longer_than_s = 3600;
   bool json = false;
@@ -204,6 +205,7 @@ int RunAgentBench(const AgentBenchArgs& a) {
   std::unique_ptr<assistant::OpenAiChatClient> client;
   if (!a.llm_url.empty()) {
     assistant::LlmConfig config{a.llm_url, a.llm_model, a.llm_key_file, a.llm_ca};
+    config.allow_http = a.llm_allow_http;
     config.timeout_ms = static_cast<int64_t>(a.llm_timeout_s * 1000);
     auto c = assistant::OpenAiChatClient::Create(config);
     if (!c.ok()) {
@@ -302,6 +304,7 @@ void AddBenchAgentCommand(CliApp& app) {
   b->add_option("--llm-model", args->llm_model, "Model name the server knows");
   b->add_option("--llm-key-file", args->llm_key_file, "File whose first line is the API key (never printed)");
   b->add_option("--llm-ca", args->llm_ca, "PEM bundle to trust for an https --llm-url");
+  b->add_flag("--llm-allow-http", args->llm_allow_http, "Allow a plain http --llm-url to a host that is not loopback");
   b->add_option("--llm-timeout", args->llm_timeout_s, "Seconds per model request (default 120)")
       ->check(CLI::Range(1.0, 3600.0));
   b->add_option("--workdir", args->workdir,

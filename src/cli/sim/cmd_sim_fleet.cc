@@ -186,16 +186,18 @@ int RunSimFleet(const SimFleetArgs& a) {
     std::cerr << "sim fleet: " << r.status().ToString() << "\n";
     return kExitFailure;
   }
+  for (const std::string& note : r->notes)
+    std::cerr << "sim fleet: warning: stream " << opt.stream << ": " << note << "\n";
   if (a.json) {
-    std::cout << Json{{"scenario", sc->name},     {"messages", r->messages},     {"observations", r->observations},
-                      {"bytes", r->bytes},        {"duplicates", r->duplicates}, {"failed", r->failed},
-                      {"publish_s", r->publish_s}}
+    std::cout << Json{{"scenario", sc->name},  {"messages", r->messages},     {"observations", r->observations},
+                      {"bytes", r->bytes},     {"duplicates", r->duplicates}, {"failed", r->failed},
+                      {"retried", r->retried}, {"publish_s", r->publish_s}}
                      .dump(2)
               << "\n";
   } else {
     std::cout << "published " << r->messages << " messages (" << r->observations << " observations, " << r->bytes / 1024
               << " KiB) to stream " << opt.stream << " in " << Secs(r->publish_s) << "; " << r->duplicates
-              << " duplicate(s), " << r->failed << " failed\n";
+              << " duplicate(s), " << r->retried << " re-sent, " << r->failed << " failed\n";
     if (a.topology_out.empty()) std::cout << "(write the topology for `faultline fleet` with --topology-out FILE)\n";
   }
   return r->failed == 0 ? kExitOk : kExitFailure;

@@ -7,6 +7,7 @@
 #include <climits>
 #include <condition_variable>
 #include <fstream>
+#include <functional>
 #include <unordered_map>
 
 namespace faultline::fleet::nats {
@@ -105,6 +106,7 @@ StreamState StateOf(const jsStreamInfo& si) {
   st.bytes = si.State.Bytes;
   st.first_seq = si.State.FirstSeq;
   st.last_seq = si.State.LastSeq;
+  if (si.Cluster != nullptr && si.Cluster->Leader != nullptr) st.leader = si.Cluster->Leader;
   if (si.Config != nullptr) {
     const jsStreamConfig& c = *si.Config;
     st.name = c.Name ? c.Name : "";
@@ -290,6 +292,14 @@ Result<std::unique_ptr<Connection>> Connection::Connect(const ConnectOptions& o)
   // A request (JetStream API call, sync publish) in flight when the connection drops
   // fails at once instead of waiting out its timeout.
   (void)natsOptions_SetFailRequestsOnDisconnect(opts.get(), true);
+  // A server that died without closing its sockets (a host crash, a partition) is noticed
+  // after ping_interval x max_pings_out, not libnats' default 4 minutes.
+  (void)natsOptions_SetPingInterval(opts.get(), Ms(o.ping_interval_ns));
+  (void)natsOptions_SetMaxPingsOut(opts.get(), std::max(1, o.max_pings_out));
+  if (!o.inbox_prefix.empty()) {
+    s = natsOptions_SetCustomInboxPrefix(opts.get(), o.inbox_prefix.c_str());
+    if (s != NATS_OK) return NatsError(s, 0, "nats: inbox prefix " + o.inbox_prefix);
+  }
   if (!o.credentials_file.empty()) {
     auto creds = ReadCredentialsFile(o.credentials_file);
     if (!creds.ok()) return creds.status();
@@ -364,13 +374,10 @@ Result<StreamState> Connection::GetStream(const std::string& name) {
   return StateOf(*si);
 }
 
-Result<StreamState> Connection::EnsureStream(const StreamConfig& config) {
-  if (config.name.empty() || config.subjects.empty()) {
-    return Status(StatusCode::kInvalidArgument, "nats: a stream needs a name and subjects");
-  }
-  std::vector<const char*> subjects;
+namespace {
+
+void FillStreamConfig(const StreamConfig& config, std::vector<const char*>& subjects, jsStreamConfig& cfg) {
   for (const auto& sub : config.subjects) subjects.push_back(sub.c_str());
-  jsStreamConfig cfg;
   jsStreamConfig_Init(&cfg);
   cfg.Name = config.name.c_str();
   cfg.Subjects = subjects.data();
@@ -383,32 +390,130 @@ Result<StreamState> Connection::EnsureStream(const StreamConfig& config) {
   cfg.Duplicates = config.duplicate_window_ns;
   cfg.Replicas = config.replicas;
   cfg.Storage = config.memory_storage ? js_MemoryStorage : js_FileStorage;
+}
+
+std::string Duration(int64_t ns) { return ns == 0 ? "unlimited" : std::to_string(ns / 1'000'000'000) + " s"; }
+
+// One setting of an existing stream: changed to `want` when asked for explicitly, else
+// kept; either way a difference is said in `notes`.
+template <typename T>
+void ReconcileSetting(const char* what, T& have, T want, bool asked, const std::function<std::string(T)>& show,
+                      std::vector<std::string>& notes) {
+  if (have == want) return;
+  if (asked) {
+    notes.push_back(std::string(what) + ": changed from " + show(have) + " to " + show(want) + " as asked");
+    have = want;
+  } else {
+    notes.push_back(std::string(what) + ": the stream has " + show(have) + ", not the default " + show(want) +
+                    ": kept (not asked to change it)");
+  }
+}
+
+// The existing stream's config with the settings `overrides` names taken from `want`,
+// and `want`'s subjects added; what differed goes to `notes`.
+StreamConfig Merge(const StreamConfig& have, const StreamConfig& want, const StreamOverrides& ov,
+                   std::vector<std::string>& notes) {
+  StreamConfig out = have;
+  const std::function<std::string(int64_t)> dur = Duration;
+  const std::function<std::string(int64_t)> num = [](int64_t v) { return std::to_string(v); };
+  const std::function<std::string(int32_t)> num32 = [](int32_t v) { return std::to_string(v); };
+  const std::function<std::string(int)> reps = [](int v) { return std::to_string(v); };
+  ReconcileSetting("max age", out.max_age_ns, want.max_age_ns, ov.max_age, dur, notes);
+  ReconcileSetting("max bytes", out.max_bytes, want.max_bytes, ov.max_bytes, num, notes);
+  ReconcileSetting("max message size", out.max_msg_size, want.max_msg_size, ov.max_msg_size, num32, notes);
+  ReconcileSetting("duplicate window", out.duplicate_window_ns, want.duplicate_window_ns, ov.duplicate_window, dur,
+                   notes);
+  const int had_replicas = out.replicas;
+  ReconcileSetting("replicas", out.replicas, want.replicas, ov.replicas, reps, notes);
+  if (out.replicas < had_replicas) {
+    notes.push_back("replicas: LOWERED from " + std::to_string(had_replicas) + " to " + std::to_string(out.replicas) +
+                    ": the stream survives fewer server losses");
+  }
+  for (const auto& sub : want.subjects) {
+    if (std::find(out.subjects.begin(), out.subjects.end(), sub) != out.subjects.end()) continue;
+    out.subjects.push_back(sub);
+    notes.push_back("subjects: added " + sub);
+  }
+  if (have.memory_storage != want.memory_storage) {
+    notes.push_back(std::string("storage: the stream is ") + (have.memory_storage ? "memory" : "file") +
+                    ", cannot change after creation: kept");
+  }
+  return out;
+}
+
+Result<StreamState> ReconcileStream(jsCtx* js, const jsStreamInfo& si, const StreamConfig& config,
+                                    const StreamOverrides& overrides) {
+  StreamState have = StateOf(si);
+  std::vector<std::string> notes;
+  const StreamConfig merged = Merge(have.config, config, overrides, notes);
+  if (SameLimits(have.config, merged) || si.Config == nullptr) {
+    have.notes = std::move(notes);
+    return have;
+  }
+  // The server's own config with only our fields changed: settings faultline does not
+  // manage (max messages, per-subject limits, placement...) stay as the operator set them.
+  jsStreamConfig cfg = *si.Config;
+  std::vector<const char*> subjects;
+  for (const auto& sub : merged.subjects) subjects.push_back(sub.c_str());
+  cfg.Subjects = subjects.data();
+  cfg.SubjectsLen = static_cast<int>(subjects.size());
+  cfg.MaxAge = merged.max_age_ns;
+  cfg.MaxBytes = merged.max_bytes;
+  cfg.MaxMsgSize = merged.max_msg_size;
+  cfg.Duplicates = merged.duplicate_window_ns;
+  cfg.Replicas = merged.replicas;
   jsStreamInfo* raw = nullptr;
   jsErrCode jerr = static_cast<jsErrCode>(0);
-  natsStatus s = js_GetStreamInfo(&raw, js_, cfg.Name, nullptr, &jerr);
+  natsStatus s = js_UpdateStream(&raw, js, &cfg, nullptr, &jerr);
+  StreamInfoPtr updated(raw);
+  if (s != NATS_OK) {
+    Status e = NatsError(s, jerr, "nats: update stream " + config.name);
+    // The server refuses some changes outright (more replicas than servers...).
+    return Status(e.code() == StatusCode::kInternal ? StatusCode::kInvalidArgument : e.code(), e.message());
+  }
+  StreamState st = StateOf(*updated);
+  st.notes = std::move(notes);
+  return st;
+}
+
+}  // namespace
+
+Result<StreamState> Connection::EnsureStream(const StreamConfig& config, const StreamOverrides& overrides) {
+  if (config.name.empty() || config.subjects.empty()) {
+    return Status(StatusCode::kInvalidArgument, "nats: a stream needs a name and subjects");
+  }
+  jsStreamInfo* raw = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  natsStatus s = js_GetStreamInfo(&raw, js_, config.name.c_str(), nullptr, &jerr);
   StreamInfoPtr si(raw);
   if (s != NATS_OK && !IsNotFound(s, jerr)) return NatsError(s, jerr, "nats: stream " + config.name);
   if (s != NATS_OK) {
+    std::vector<const char*> subjects;
+    jsStreamConfig cfg;
+    FillStreamConfig(config, subjects, cfg);
     raw = nullptr;
     jerr = static_cast<jsErrCode>(0);
     s = js_AddStream(&raw, js_, &cfg, nullptr, &jerr);
     si.reset(raw);
-    // Another process created it between our look and our add: update it like ours.
-    if (s != NATS_OK && jerr != kJsStreamNameExist) return NatsError(s, jerr, "nats: create stream " + config.name);
     if (s == NATS_OK) return StateOf(*si);
-  } else if (SameLimits(StateOf(*si).config, config)) {
-    return StateOf(*si);
+    if (jerr != kJsStreamNameExist) return NatsError(s, jerr, "nats: create stream " + config.name);
+    // Another process created it between our look and our add: reconcile with theirs.
+    raw = nullptr;
+    s = js_GetStreamInfo(&raw, js_, config.name.c_str(), nullptr, &jerr);
+    si.reset(raw);
+    if (s != NATS_OK) return NatsError(s, jerr, "nats: stream " + config.name);
   }
-  raw = nullptr;
-  jerr = static_cast<jsErrCode>(0);
-  s = js_UpdateStream(&raw, js_, &cfg, nullptr, &jerr);
-  si.reset(raw);
-  if (s != NATS_OK) {
-    Status e = NatsError(s, jerr, "nats: update stream " + config.name);
-    // The server refuses some changes outright (storage type...): the config is unusable.
-    return Status(e.code() == StatusCode::kInternal ? StatusCode::kInvalidArgument : e.code(), e.message());
-  }
-  return StateOf(*si);
+  return ReconcileStream(js_, *si, config, overrides);
+}
+
+bool Connection::Refused(const std::string& subject) const {
+  // The server answers a forbidden publish with an asynchronous -ERR (no ack ever comes):
+  // libnats keeps it as the connection's last error.
+  const char* text = nullptr;
+  const natsStatus last = natsConnection_GetLastError(nc_, &text);
+  if (last != NATS_NOT_PERMITTED || text == nullptr) return false;
+  const std::string_view t(text);
+  return t.find("Publish") != std::string_view::npos && t.find(subject) != std::string_view::npos;
 }
 
 Status Connection::DeleteStream(const std::string& name) {
@@ -427,7 +532,13 @@ Result<PubAck> Connection::Publish(const std::string& subject, std::string_view 
   jsPubAck* pa = nullptr;
   jsErrCode jerr = static_cast<jsErrCode>(0);
   natsStatus s = js_Publish(&pa, js_, subject.c_str(), data.data(), static_cast<int>(data.size()), &po, &jerr);
-  if (s != NATS_OK) return NatsError(s, jerr, "nats: publish to " + subject);
+  if (s != NATS_OK) {
+    if (Refused(subject)) {
+      return Status(StatusCode::kPermissionDenied,
+                    "nats: publish to " + subject + " refused by the server (permissions violation)");
+    }
+    return NatsError(s, jerr, "nats: publish to " + subject);
+  }
   PubAck ack{pa->Stream ? pa->Stream : "", pa->Sequence, pa->Duplicate};
   jsPubAck_Destroy(pa);
   return ack;
@@ -551,13 +662,48 @@ Result<std::unique_ptr<PullConsumer>> Connection::BindPullConsumer(const Consume
     bound.max_ack_pending = ci->Config->MaxAckPending;
     bound.ack_wait_ns = ci->Config->AckWait;
   }
-  return std::unique_ptr<PullConsumer>(new PullConsumer(sub, std::move(bound)));
+  return std::unique_ptr<PullConsumer>(new PullConsumer(sub, js_, std::move(bound)));
 }
 
 Status Connection::DeleteConsumer(const std::string& stream, const std::string& durable) {
   jsErrCode jerr = static_cast<jsErrCode>(0);
   natsStatus s = js_DeleteConsumer(js_, stream.c_str(), durable.c_str(), nullptr, &jerr);
   return s == NATS_OK ? Status::Ok() : NatsError(s, jerr, "nats: delete consumer " + durable);
+}
+
+Result<uint64_t> Connection::ReadRange(const std::string& stream, const std::string& filter, uint64_t first_seq,
+                                       uint64_t last_seq, const std::function<bool(JsMessage&)>& f) {
+  if (first_seq == 0 || last_seq < first_seq) return uint64_t{0};
+  jsSubOptions so;
+  jsSubOptions_Init(&so);
+  so.Stream = stream.c_str();
+  so.Config.DeliverPolicy = js_DeliverByStartSequence;
+  so.Config.OptStartSeq = first_seq;
+  so.Config.AckPolicy = js_AckNone;                           // reading changes no consumer's state
+  so.Config.InactiveThreshold = int64_t{30} * 1'000'000'000;  // gone soon if we die mid-read
+  so.Config.MaxAckPending = -1;
+  natsSubscription* sub = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  natsStatus s = js_PullSubscribe(&sub, js_, filter.c_str(), nullptr, nullptr, &so, &jerr);
+  if (s != NATS_OK) return NatsError(s, jerr, "nats: read " + stream);
+  std::unique_ptr<PullConsumer> reader(
+      new PullConsumer(sub, js_, ConsumerConfig{.stream = stream, .durable = "(reader)"}));
+  // Unsubscribing deletes the ephemeral consumer on the server (the PullConsumer only frees ours).
+  struct Unsubscribe {
+    natsSubscription* sub;
+    ~Unsubscribe() { (void)natsSubscription_Unsubscribe(sub); }
+  } unsubscribe{sub};
+  uint64_t read = 0;
+  for (;;) {
+    auto batch = reader->Fetch(256, request_timeout_ns_);
+    if (!batch.ok()) return batch.status();
+    if (batch->empty()) return read;  // nothing more (retention may have dropped the rest)
+    for (JsMessage& m : *batch) {
+      if (m.stream_sequence() > last_seq) return read;
+      ++read;
+      if (!f(m) || m.stream_sequence() == last_seq) return read;
+    }
+  }
 }
 
 namespace {
@@ -641,10 +787,11 @@ Result<std::vector<JsMessage>> PullConsumer::Fetch(int batch, int64_t timeout_ns
 Result<PullConsumer::Info> PullConsumer::GetInfo() {
   jsConsumerInfo* raw = nullptr;
   jsErrCode jerr = static_cast<jsErrCode>(0);
-  natsStatus s = natsSubscription_GetConsumerInfo(&raw, sub_, nullptr, &jerr);
+  // By name, not through the subscription (libnats refuses that for pull subscriptions).
+  natsStatus s = js_GetConsumerInfo(&raw, js_, config_.stream.c_str(), config_.durable.c_str(), nullptr, &jerr);
   ConsumerInfoPtr ci(raw);
   if (s != NATS_OK) return NatsError(s, jerr, "nats: consumer info " + config_.durable);
-  return Info{ci->NumPending, ci->NumAckPending, ci->NumRedelivered};
+  return Info{ci->NumPending, ci->NumAckPending, ci->NumRedelivered, ci->AckFloor.Stream, ci->Delivered.Stream};
 }
 
 namespace {
@@ -801,6 +948,26 @@ Result<std::optional<KvEntry>> KeyValue::Get(const std::string& key) {
   out.revision = kvEntry_Revision(e);
   kvEntry_Destroy(e);
   return std::optional<KvEntry>(std::move(out));
+}
+
+Result<std::vector<std::string>> KeyValue::Keys() {
+  kvKeysList list{};
+  natsStatus s = kvStore_Keys(&list, kv_, nullptr);
+  std::vector<std::string> out;
+  for (int i = 0; i < list.Count; ++i) out.emplace_back(list.Keys[i]);
+  kvKeysList_Destroy(&list);
+  if (s == NATS_NOT_FOUND) return std::vector<std::string>();  // no key at all
+  if (s != NATS_OK) return NatsError(s, 0, "kv: keys");
+  return out;
+}
+
+Result<int> KeyValue::Replicas() {
+  kvStatus* st = nullptr;
+  natsStatus s = kvStore_Status(&st, kv_);
+  if (s != NATS_OK) return NatsError(s, 0, "kv: status");
+  const int64_t r = kvStatus_Replicas(st);
+  kvStatus_Destroy(st);
+  return static_cast<int>(r);
 }
 
 Status KeyValue::Delete(const std::string& key) {

@@ -7,7 +7,10 @@
 //     tried in order, then again after reconnect_wait), optional credentials read from a
 //     FILE (never from the command line, never logged) and TLS with a CA bundle
 //     (verification always on);
-//   - streams: EnsureStream creates the stream or updates it until its limits match;
+//   - streams: EnsureStream creates the stream; an existing one keeps its settings except
+//     those the operator explicitly asked to change (StreamOverrides), and every difference
+//     is reported (StreamState::notes), so a default never weakens a stream (fewer
+//     replicas, a shorter max age) that someone set up on purpose;
 //   - publishing with a message id (JetStream's Nats-Msg-Id: a re-send inside the stream's
 //     duplicate window is acknowledged as a duplicate and stored once), one at a time
 //     (Publish) or many in flight at once (PublishBatch: every ack or failure reported per
@@ -32,6 +35,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -72,6 +76,15 @@ struct ConnectOptions {
   // PublishBatch: publishes in flight (sent, ack not yet back) before a publish waits for
   // room. A batch no larger than this is sent without stopping for acks.
   int max_pending_publishes = 4096;
+  // How often the client pings an idle server, and how many pings may go unanswered before
+  // it takes the connection for dead and reconnects (libnats' defaults, 2 min x 2, leave a
+  // half-open connection to a restarted server unnoticed for minutes).
+  int64_t ping_interval_ns = 5'000'000'000;
+  int max_pings_out = 2;
+  // Prefix of this connection's reply subjects ("" = libnats' "_INBOX"). A NATS user whose
+  // permissions let it subscribe only to its own prefix (deploy/nats) cannot read replies
+  // meant for another client (docs/fleet.md "Permissions").
+  std::string inbox_prefix;
 };
 
 // The credentials a file names (ParseCredentials): exactly one kind is set.
@@ -103,6 +116,18 @@ struct StreamConfig {
   bool memory_storage = false;
 };
 
+// The settings of a StreamConfig the operator explicitly asked for (a command-line flag).
+// EnsureStream changes an existing stream's setting only when its flag is set; every other
+// setting stays as the server holds it, so a tool run with defaults never undoes what an
+// operator configured (3 replicas reset to 1). Subjects are only ever added.
+struct StreamOverrides {
+  bool max_age = false;
+  bool max_bytes = false;
+  bool max_msg_size = false;
+  bool duplicate_window = false;
+  bool replicas = false;
+};
+
 struct StreamState {
   std::string name;
   uint64_t messages = 0;
@@ -110,6 +135,10 @@ struct StreamState {
   uint64_t first_seq = 0;
   uint64_t last_seq = 0;
   StreamConfig config;  // as the server holds it
+  std::string leader;   // the server that leads it in a cluster ("" when not clustered)
+  // What EnsureStream found different and what it did about it, one line each ("replicas:
+  // the stream has 3, 1 asked by default: kept 3"). Empty when nothing differed.
+  std::vector<std::string> notes;
 };
 
 struct PubAck {
@@ -217,17 +246,21 @@ class PullConsumer {
   Result<std::vector<JsMessage>> Fetch(int batch, int64_t timeout_ns);
   // Messages not yet delivered to any member, and delivered but unacked (server view).
   struct Info {
-    uint64_t pending = 0;
+    uint64_t pending = 0;  // in the stream, matching the filter, not yet delivered
     int64_t ack_pending = 0;
     int64_t redelivered = 0;
+    uint64_t ack_floor_stream_seq = 0;  // every message up to it is acked
+    uint64_t delivered_stream_seq = 0;  // the last one delivered (acked or not)
   };
   Result<Info> GetInfo();
   const ConsumerConfig& config() const { return config_; }
 
  private:
   friend class Connection;
-  PullConsumer(natsSubscription* sub, ConsumerConfig config) : sub_(sub), config_(std::move(config)) {}
+  PullConsumer(natsSubscription* sub, jsCtx* js, ConsumerConfig config)
+      : sub_(sub), js_(js), config_(std::move(config)) {}
   natsSubscription* sub_;
+  jsCtx* js_;  // the Connection's: consumer info is asked by stream and durable name
   ConsumerConfig config_;
 };
 
@@ -256,6 +289,10 @@ class KeyValue {
   // nullopt when the key was never set or was deleted.
   Result<std::optional<KvEntry>> Get(const std::string& key);
   Status Delete(const std::string& key);
+  // Every key that holds a value (deleted ones left out); empty when none.
+  Result<std::vector<std::string>> Keys();
+  // The replicas the bucket was made with (as the server holds it).
+  Result<int> Replicas();
 
  private:
   friend class Connection;
@@ -278,13 +315,16 @@ class Connection {
   // Waits until everything published so far reached the server.
   Status Flush(int64_t timeout_ns);
 
-  // Creates the stream, or updates it when its subjects or limits differ. kInvalidArgument
-  // when the server refuses the change (e.g. fewer replicas than servers allow).
-  Result<StreamState> EnsureStream(const StreamConfig& config);
+  // Creates the stream with `config`. An existing stream keeps its settings, except those
+  // `overrides` names, which are changed to config's (and our subjects are added when it
+  // lacks them); StreamState::notes says what differed and what was done. kInvalidArgument
+  // when the server refuses the change (e.g. more replicas than servers).
+  Result<StreamState> EnsureStream(const StreamConfig& config, const StreamOverrides& overrides = {});
   Result<StreamState> GetStream(const std::string& name);
   Status DeleteStream(const std::string& name);
 
-  // Publishes one message and waits for the stream's ack.
+  // Publishes one message and waits for the stream's ack. kPermissionDenied when the
+  // server refused the subject to this user (a permissions violation).
   Result<PubAck> Publish(const std::string& subject, std::string_view data, const std::string& msg_id);
   // Publishes every message without waiting for acks in between (at most 4096 unacked;
   // past that a publish waits for room), then waits up to timeout_ns for all acks. One
@@ -297,6 +337,13 @@ class Connection {
   // kInvalidArgument).
   Result<std::unique_ptr<PullConsumer>> BindPullConsumer(const ConsumerConfig& config);
   Status DeleteConsumer(const std::string& stream, const std::string& durable);
+  // Reads the stream's messages with sequence first_seq..last_seq whose subject matches
+  // `filter`, in order, through a short-lived ephemeral consumer that acks nothing (so no
+  // durable's state changes), calling f(JsMessage&) for each; stops early when f returns
+  // false. For a restarted consumer to see again, at once, what its durable delivered but
+  // had not acked (instead of after the ack wait). Returns how many were read.
+  Result<uint64_t> ReadRange(const std::string& stream, const std::string& filter, uint64_t first_seq,
+                             uint64_t last_seq, const std::function<bool(JsMessage&)>& f);
   // Acks messages by their ack subjects (JsMessage::ack_subject), then flushes. For a
   // consumer that acks only once its state is saved.
   Status AckLater(const std::vector<std::string>& ack_subjects, int64_t timeout_ns);
@@ -308,6 +355,8 @@ class Connection {
 
  private:
   Connection() = default;
+  // True when the server refused a publish to `subject` to this user.
+  bool Refused(const std::string& subject) const;
   natsConnection* nc_ = nullptr;
   jsCtx* js_ = nullptr;        // API calls, sync publish, consumers, KV
   jsCtx* js_async_ = nullptr;  // PublishBatch: its ack handler reports into batch_

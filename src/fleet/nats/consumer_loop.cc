@@ -71,11 +71,40 @@ std::string FleetLoop::snapshot_key() const {
   return "snap." + KeyToken(options_.consumer.durable) + "." + KeyToken(options_.instance);
 }
 
-Status FleetLoop::Start() {
-  if (options_.ensure_stream) {
-    auto st = conn_.EnsureStream(options_.stream);
-    if (!st.ok()) return st.status();
+Status FleetLoop::EnsureStream() {
+  if (!options_.ensure_stream) return Status::Ok();
+  auto st = conn_.EnsureStream(options_.stream, options_.stream_overrides);
+  if (!st.ok()) return st.status();
+  for (const std::string& n : st->notes) notes_.push_back("stream " + options_.stream.name + ": " + n);
+  return Status::Ok();
+}
+
+Status FleetLoop::BindBucket() {
+  KvConfig kc;
+  kc.bucket = options_.kv_bucket;
+  kc.replicas = options_.kv_replicas;
+  auto kv = conn_.EnsureKeyValue(kc);
+  if (!kv.ok()) return kv.status();
+  kv_ = std::move(kv).value();
+  // An existing bucket is never changed; say when it is not what was asked.
+  if (auto replicas = kv_->Replicas(); replicas.ok() && *replicas != options_.kv_replicas) {
+    notes_.push_back("kv bucket " + options_.kv_bucket + ": has " + std::to_string(*replicas) + " replicas, " +
+                     std::to_string(options_.kv_replicas) + " asked: kept " + std::to_string(*replicas));
   }
+  auto snap = LoadSnapshot();
+  if (!snap.ok()) return snap.status();
+  if (!snap->has_value()) return Status::Ok();
+  if (analyzer_.Restore(**snap).ok()) {
+    stats_.restored = true;
+  } else {
+    ++stats_.snapshot_errors;  // another version's, or damaged: start empty, rebuild from redeliveries
+    stats_.newest_sent_ns = 0;
+  }
+  return Status::Ok();
+}
+
+Status FleetLoop::Start() {
+  if (Status s = EnsureStream(); !s.ok()) return s;
   auto consumer = conn_.BindPullConsumer(options_.consumer);
   if (!consumer.ok()) return consumer.status();
   consumer_ = std::move(consumer).value();
@@ -87,25 +116,34 @@ Status FleetLoop::Start() {
     max_deferred_acks_ = std::min(max_deferred_acks_, std::max<size_t>(1, static_cast<size_t>(server_max) / 2));
   }
   if (!options_.kv_bucket.empty()) {
-    KvConfig kc;
-    kc.bucket = options_.kv_bucket;
-    kc.replicas = options_.kv_replicas;
-    auto kv = conn_.EnsureKeyValue(kc);
-    if (!kv.ok()) return kv.status();
-    kv_ = std::move(kv).value();
-    auto snap = LoadSnapshot();
-    if (!snap.ok()) return snap.status();
-    if (snap->has_value()) {
-      Status restored = analyzer_.Restore(**snap);
-      if (restored.ok()) {
-        stats_.restored = true;
-      } else {
-        ++stats_.snapshot_errors;  // another version's, or damaged: start empty, rebuild from redeliveries
-      }
-    }
+    if (Status s = BindBucket(); !s.ok()) return s;
+  }
+  if (options_.warn) {
+    for (const std::string& n : notes_) options_.warn(n);
+  }
+  // Best effort: what is not read again now still comes back after the ack wait.
+  if (Status s = ReplayUnacked(); !s.ok() && options_.warn) {
+    options_.warn("could not read the unacked messages again (" + s.ToString() +
+                  "); they come back after the ack wait");
   }
   last_evaluate_mono_ = last_snapshot_mono_ = clock_.MonotonicNs();
   return Status::Ok();
+}
+
+Status FleetLoop::ReplayUnacked() {
+  if (options_.max_replay == 0) return Status::Ok();
+  auto info = consumer_->GetInfo();
+  if (!info.ok()) return info.status();
+  const uint64_t last = info->delivered_stream_seq;
+  if (last <= info->ack_floor_stream_seq) return Status::Ok();
+  const uint64_t first =
+      std::max(info->ack_floor_stream_seq + 1, last >= options_.max_replay ? last - options_.max_replay + 1 : 1);
+  auto read =
+      conn_.ReadRange(options_.consumer.stream, options_.consumer.filter_subject, first, last, [this](JsMessage& m) {
+        if (Take(m, false) == Taken::kIngested) ++stats_.replayed;
+        return true;
+      });
+  return read.ok() ? Status::Ok() : read.status();
 }
 
 Result<std::vector<FleetDiagnosis>> FleetLoop::Step() {
@@ -133,14 +171,26 @@ Result<std::vector<FleetDiagnosis>> FleetLoop::Step() {
   return out;
 }
 
-void FleetLoop::Handle(JsMessage& m) {
-  ++stats_.messages;
-  if (m.delivery_count() > 1) ++stats_.redelivered;
-  if (EndsWith(m.subject(), ".fleet")) {
-    ++stats_.skipped_fleet;
-    (void)m.Ack();
-    return;
+bool FromItsSubject(std::string_view subject, const Envelope& e) {
+  if (Subject(e.place, e.kind) != subject) return false;
+  const auto same = [&](const std::string& node) { return node.empty() || node == e.place.node; };
+  for (const Observation& o : e.observations) {
+    if (!same(o.node)) return false;
   }
+  return !e.action || same(e.action->node);
+}
+
+void FleetLoop::NoteForged(const JsMessage& m) {
+  ++stats_.forged;
+  // Warned about first, then every 1000th: a misconfigured agent must not flood the log.
+  if (!options_.warn || (stats_.forged > 10 && stats_.forged % 1000 != 0)) return;
+  options_.warn("refused a message on " + std::string(m.subject()) + " that speaks for " +
+                Subject(scratch_.place, scratch_.kind) + " (msg id " + scratch_.msg_id + "; " +
+                std::to_string(stats_.forged) + " refused so far)");
+}
+
+FleetLoop::Taken FleetLoop::Take(const JsMessage& m, bool count) {
+  if (EndsWith(m.subject(), ".fleet")) return Taken::kFleet;
   const auto t0 = Steady::now();
   // Into the envelope the previous message was decoded into: its storage is reused.
   const Status decoded = DecodeInto(m.data(), scratch_, options_.limits);
@@ -148,31 +198,71 @@ void FleetLoop::Handle(JsMessage& m) {
   stats_.decode_s += Seconds(t0, t1);
   if (!decoded.ok()) {
     // The analyzer counts it too (its refused); the decode fails again, as cheaply.
-    (void)analyzer_.IngestMessage(m.data(), options_.limits);
-    // It can never succeed: no redelivery, count it and go on.
-    ++(decoded.code() == StatusCode::kInvalidArgument ? stats_.oversized : stats_.malformed);
-    (void)m.Term();
-    return;
+    if (count) (void)analyzer_.IngestMessage(m.data(), options_.limits);
+    return decoded.code() == StatusCode::kInvalidArgument ? Taken::kOversized : Taken::kMalformed;
+  }
+  // The subject is what the server's permissions bind to a user (deploy/nats): the
+  // envelope inside may not name someone else.
+  if (!FromItsSubject(m.subject(), scratch_)) {
+    if (count) NoteForged(m);
+    return Taken::kForged;
   }
   analyzer_.Ingest(scratch_);
-  const auto t2 = Steady::now();
-  stats_.ingest_s += Seconds(t1, t2);
-  ++stats_.ingested;
-  stats_.observations += scratch_.observations.size();
+  stats_.ingest_s += Seconds(t1, Steady::now());
   stats_.newest_sent_ns = std::max(stats_.newest_sent_ns, scratch_.sent_ns);
+  if (count) {
+    ++stats_.ingested;
+    stats_.observations += scratch_.observations.size();
+  }
+  return Taken::kIngested;
+}
+
+void FleetLoop::Handle(JsMessage& m) {
+  ++stats_.messages;
+  if (m.delivery_count() > 1) ++stats_.redelivered;
+  const Taken taken = Take(m, true);
+  switch (taken) {
+    case Taken::kFleet:
+      ++stats_.skipped_fleet;
+      (void)m.Ack();
+      return;
+    case Taken::kForged:
+      (void)m.Ack();  // dropped: redelivering it would only refuse it again
+      return;
+    case Taken::kMalformed:
+    case Taken::kOversized:
+      ++(taken == Taken::kOversized ? stats_.oversized : stats_.malformed);
+      (void)m.Term();  // it can never succeed: no redelivery
+      return;
+    case Taken::kIngested:
+      break;
+  }
   if (kv_) {
     deferred_acks_.Add(m.ack_subject());
   } else {
+    const auto t0 = Steady::now();
     (void)m.Ack();
-    stats_.ack_s += Seconds(t2, Steady::now());
+    stats_.ack_s += Seconds(t0, Steady::now());
   }
+}
+
+int64_t FleetLoop::EvaluationTimeNs() const {
+  const int64_t wall = clock_.NowNs();
+  return stats_.newest_sent_ns > 0 ? std::min(stats_.newest_sent_ns, wall) : wall;
+}
+
+Result<bool> FleetLoop::Drained() {
+  if (consumer_ == nullptr) return Status(StatusCode::kInvalidArgument, "fleet loop: Start() first");
+  auto info = consumer_->GetInfo();
+  if (!info.ok()) return info.status();
+  return info->pending == 0;
 }
 
 Result<std::vector<FleetDiagnosis>> FleetLoop::EvaluateNow() {
   const auto t0 = Steady::now();
   last_evaluate_mono_ = clock_.MonotonicNs();
   ++stats_.evaluations;
-  std::vector<FleetDiagnosis> fresh = analyzer_.Evaluate(clock_.NowNs());
+  std::vector<FleetDiagnosis> fresh = analyzer_.Evaluate(EvaluationTimeNs());
   stats_.diagnoses += fresh.size();
   if (options_.publish_diagnoses) {
     outbox_.insert(outbox_.end(), fresh.begin(), fresh.end());
@@ -236,7 +326,9 @@ Status FleetLoop::SaveSnapshot(const std::string& bytes) {
     if (!put.ok()) return put.status();
   }
   std::ostringstream manifest;
-  manifest << kManifestMagic << " 1 " << gen << " " << chunks << " " << bytes.size() << " " << Hex(Fnv1a(bytes));
+  // The data clock last: a reader of an older manifest without it starts from the wall clock.
+  manifest << kManifestMagic << " 1 " << gen << " " << chunks << " " << bytes.size() << " " << Hex(Fnv1a(bytes)) << " "
+           << stats_.newest_sent_ns;
   auto put = kv_->Put(key, manifest.str());
   if (!put.ok()) return put.status();
   // The previous generation is no longer named: drop it (best effort; a leftover only
@@ -262,7 +354,10 @@ Result<std::optional<std::string>> FleetLoop::LoadSnapshot() {
   uint64_t gen = 0;
   size_t chunks = 0, size = 0;
   in >> magic >> version >> gen >> chunks >> size >> hash;
-  const bool sane = in && magic == kManifestMagic && version == 1 && chunks >= 1 &&
+  const bool header_read = static_cast<bool>(in);
+  int64_t data_ns = 0;
+  if (header_read && !(in >> data_ns)) data_ns = 0;  // a manifest written before the data clock was kept
+  const bool sane = header_read && magic == kManifestMagic && version == 1 && chunks >= 1 &&
                     chunks <= (size / kChunkBytes) + 1 && size <= (size_t{1} << 34);
   if (!sane) {
     ++stats_.snapshot_errors;
@@ -285,6 +380,7 @@ Result<std::optional<std::string>> FleetLoop::LoadSnapshot() {
   }
   generation_ = gen;
   generation_chunks_ = chunks;
+  stats_.newest_sent_ns = std::max<int64_t>(0, data_ns);
   return std::optional<std::string>(std::move(bytes));
 }
 

@@ -60,20 +60,49 @@ class ReplayClock final : public Clock {
 
 int64_t Ns(double s) { return static_cast<int64_t>(s * 1e9); }
 
-Status SendBatch(nats::Connection& conn, std::vector<nats::OutMessage>& batch, FleetNatsPublishStats& st) {
+// Publishes the batch; what fails (a server lost mid-batch, a cluster electing a new
+// leader) is sent again, the same message under the same msg id, so the stream stores each
+// once whatever reached it before the failure. Gives up on a message only after
+// `retry_for` of wall time without its ack.
+Status SendBatch(nats::Connection& conn, std::vector<nats::OutMessage>& batch, FleetNatsPublishStats& st,
+                 double retry_for_s) {
   if (batch.empty()) return Status::Ok();
   const auto t0 = SteadyClock::now();
-  const std::vector<nats::PublishResult> results = conn.PublishBatch(batch, int64_t{30} * 1'000'000'000);
-  st.publish_s += Since(t0);
-  for (const nats::PublishResult& r : results) {
-    if (!r.status.ok()) {
-      ++st.failed;
-      if (st.first_error.empty()) st.first_error = r.status.ToString();
-    } else if (r.ack.duplicate) {
-      ++st.duplicates;
-    }
-  }
+  std::vector<nats::OutMessage> pending = std::move(batch);
   batch.clear();
+  auto wait = std::chrono::milliseconds(100);
+  for (int attempt = 1;; ++attempt) {
+    const std::vector<nats::PublishResult> results = conn.PublishBatch(pending, int64_t{30} * 1'000'000'000);
+    std::vector<nats::OutMessage> failed;
+    Status last;
+    for (size_t i = 0; i < results.size(); ++i) {
+      const nats::PublishResult& r = results[i];
+      if (r.status.ok()) {
+        st.duplicates += r.ack.duplicate ? 1 : 0;
+        continue;
+      }
+      // Too large or refused: sending it again cannot help.
+      const StatusCode code = r.status.code();
+      if (code == StatusCode::kInvalidArgument || code == StatusCode::kPermissionDenied) {
+        ++st.failed;
+        if (st.first_error.empty()) st.first_error = r.status.ToString();
+        continue;
+      }
+      last = r.status;
+      failed.push_back(std::move(pending[i]));
+    }
+    if (failed.empty()) break;
+    if (Since(t0) + std::chrono::duration<double>(wait).count() > retry_for_s) {
+      st.failed += failed.size();
+      if (st.first_error.empty()) st.first_error = last.ToString();
+      break;
+    }
+    st.retried += failed.size();
+    std::this_thread::sleep_for(wait);
+    wait = std::min(wait * 2, std::chrono::milliseconds(2000));
+    pending = std::move(failed);
+  }
+  st.publish_s += Since(t0);
   return Status::Ok();
 }
 
@@ -82,15 +111,17 @@ Status SendBatch(nats::Connection& conn, std::vector<nats::OutMessage>& batch, F
 Result<FleetNatsPublishStats> PublishFleetScenario(const FleetScenario& sc, const FleetNatsPublishOptions& o) {
   auto conn = Connect(o.urls, o.credentials_file, o.batch);
   if (!conn.ok()) return conn.status();
+  FleetNatsPublishStats stats;
   if (o.ensure_stream) {
     nats::StreamConfig cfg;
     cfg.name = o.stream;
     cfg.subjects = o.subjects;
     cfg.memory_storage = o.memory_storage;
+    // No overrides: a stream an operator set up (3 replicas, a longer max age) is kept as it is.
     auto st = (*conn)->EnsureStream(cfg);
     if (!st.ok()) return st.status();
+    stats.notes = st->notes;
   }
-  FleetNatsPublishStats stats;
   FleetSim sim(sc);
   const double duration = o.duration_s.value_or(sc.duration_s);
   const double step = sc.agent.evaluate_s;
@@ -122,14 +153,14 @@ Result<FleetNatsPublishStats> PublishFleetScenario(const FleetScenario& sc, cons
       stats.observations += e.observations.size();
       ++stats.messages;
       if (batch.size() >= o.batch) {
-        if (Status s = SendBatch(**conn, batch, stats); !s.ok()) return s;
+        if (Status s = SendBatch(**conn, batch, stats, o.retry_for_s); !s.ok()) return s;
       }
     }
     if (o.speed > 0) {
-      if (Status s = SendBatch(**conn, batch, stats); !s.ok()) return s;
+      if (Status s = SendBatch(**conn, batch, stats, o.retry_for_s); !s.ok()) return s;
     }
   }
-  if (Status s = SendBatch(**conn, batch, stats); !s.ok()) return s;
+  if (Status s = SendBatch(**conn, batch, stats, o.retry_for_s); !s.ok()) return s;
   return stats;
 }
 

@@ -8,8 +8,10 @@
 // the default hold, 1 s, joins nothing at the agents' real 5 s batches), one message per
 // envelope, subject fleet::Subject, JetStream message id the envelope's msg_id (packing
 // is deterministic, so a re-run inside the stream's duplicate window is stored once), in
-// batches of async publishes (Connection::PublishBatch), optionally paced to the scenario
-// clock (`speed` scenario seconds per wall second; 0 = as fast as acks come back).
+// batches of async publishes (Connection::PublishBatch; what fails is sent again under the
+// same msg id, so a fail-over loses nothing and stores nothing twice), optionally paced to
+// the scenario clock (`speed` scenario seconds per wall second; 0 = as fast as acks come
+// back). An existing stream keeps its settings (notes say what differs).
 //
 // Consuming: the loop `faultline fleet` runs (fleet/nats/consumer_loop.h, FleetLoop), with
 // its mechanics: a durable pull consumer fetched in batches, each message decoded and
@@ -45,6 +47,9 @@ struct FleetNatsPublishOptions {
   // Messages per PublishBatch; all of them in flight at once (the connection's async
   // publish window is sized to it), acks awaited at the end of each.
   size_t batch = 8192;
+  // A message whose publish failed (no ack: a server lost, a leader being elected) is sent
+  // again, same msg id, until acked or this much wall time has passed since its batch began.
+  double retry_for_s = 120;
   EnvelopePackOptions pack;
 };
 
@@ -53,10 +58,12 @@ struct FleetNatsPublishStats {
   uint64_t observations = 0;
   uint64_t bytes = 0;
   uint64_t duplicates = 0;
-  uint64_t failed = 0;
+  uint64_t failed = 0;           // never acked, even after retries
+  uint64_t retried = 0;          // publishes sent again (same msg id) after a failure
   uint64_t agent_envelopes = 0;  // what the simulated agents sent before packing
   double publish_s = 0;          // wall time inside PublishBatch
   std::string first_error;
+  std::vector<std::string> notes;  // an existing stream's settings that differ (kept)
 };
 
 Result<FleetNatsPublishStats> PublishFleetScenario(const FleetScenario& scenario,

@@ -91,8 +91,14 @@ void EmitAmdReading(const AmdGpuReading& r, int index, const std::string& node, 
 // NVML clock-event-reason bits for AMD violation flags (docs/amd.md "Throttling").
 uint64_t ThrottleMaskFor(bool socket_thermal, bool hbm_thermal, bool vr_thermal, bool prochot, bool ppt);
 
-// Reads every amdgpu card under `fs` (sysfs layout). Errors per file go to `errors`;
-// notes (a busy RAS query) to `notes`. Cards whose PCI vendor is not AMD (0x1002) are skipped.
+// Card entries (/sys/class/drm/card<N>) read at most, per sample. A node has a few GPUs
+// (an MI300X node in CPX mode shows 8 x 8 partitions); more entries are not a real tree.
+inline constexpr size_t kMaxAmdCards = 256;
+
+// Reads every amdgpu card under `fs` (sysfs layout), the first kMaxAmdCards card entries in
+// name order (one error in `errors` says when there were more). Errors per file go to
+// `errors`; notes (a busy RAS query) to `notes`. Cards whose PCI vendor is not AMD (0x1002)
+// are skipped.
 std::vector<AmdGpuReading> ReadAmdgpuSysfs(const SysfsFs& fs, std::vector<AmdError>& errors,
                                            std::vector<std::string>& notes);
 

@@ -24,6 +24,26 @@ bool IsBlockName(std::string_view b) {
   });
 }
 
+// The card<N> entries of class/drm (connectors such as card0-DP-1 and renderD* are not
+// cards), at most kMaxAmdCards: a tree with thousands (a hostile --root) would otherwise
+// cost a read of each and their observations (4,900 entries took 351 MB).
+std::vector<std::string> CardNames(const SysfsFs& fs, std::vector<AmdError>& errors) {
+  std::vector<std::string> cards;
+  auto names = fs.ListDir(kDrm);
+  if (!names.ok()) return cards;
+  for (const std::string& name : *names) {
+    if (!IsCard(name)) continue;
+    if (cards.size() == kMaxAmdCards) {
+      errors.push_back(AmdError{-1, "sysfs class/drm",
+                                std::string(kDrm) + ": more than " + std::to_string(kMaxAmdCards) +
+                                    " card entries; only the first " + std::to_string(kMaxAmdCards) + " were read"});
+      break;
+    }
+    cards.push_back(name);
+  }
+  return cards;
+}
+
 class CardReader {
  public:
   CardReader(const SysfsFs& fs, std::string card, std::vector<AmdError>& errors, std::vector<std::string>& notes)
@@ -182,12 +202,9 @@ class CardReader {
 
 std::map<std::string, int64_t> ReadAmdgpuBadPageThresholds(const SysfsFs& fs) {
   std::map<std::string, int64_t> out;
-  auto cards = fs.ListDir(kDrm);
-  if (!cards.ok()) return out;
-  std::vector<AmdError> errors;
+  std::vector<AmdError> errors;  // the sysfs path reports them; here only the values matter
   std::vector<std::string> notes;
-  for (const std::string& card : *cards) {
-    if (!IsCard(card)) continue;
+  for (const std::string& card : CardNames(fs, errors)) {
     AmdGpuReading r;
     if (CardReader(fs, card, errors, notes).ReadThreshold(r) && r.bad_page_threshold)
       out[r.bdf] = *r.bad_page_threshold;
@@ -198,10 +215,7 @@ std::map<std::string, int64_t> ReadAmdgpuBadPageThresholds(const SysfsFs& fs) {
 std::vector<AmdGpuReading> ReadAmdgpuSysfs(const SysfsFs& fs, std::vector<AmdError>& errors,
                                            std::vector<std::string>& notes) {
   std::vector<AmdGpuReading> out;
-  auto cards = fs.ListDir(kDrm);
-  if (!cards.ok()) return out;
-  for (const std::string& card : *cards) {
-    if (!IsCard(card)) continue;  // connectors (card0-DP-1), renderD*
+  for (const std::string& card : CardNames(fs, errors)) {
     AmdGpuReading r;
     if (CardReader(fs, card, errors, notes).Read(r)) out.push_back(std::move(r));
   }

@@ -242,6 +242,14 @@ Status RedfishClient::Login(int64_t deadline) {
 }
 
 Result<nlohmann::json> RedfishClient::Get(const std::string& path, int64_t deadline) {
+  auto body = GetText(path, deadline);
+  if (!body.ok()) return body.status();
+  auto j = ParseBmcJson(*body);
+  if (!j.ok()) return Status(StatusCode::kCorrupt, j.status().message() + " at " + path);
+  return j;
+}
+
+Result<std::string> RedfishClient::GetText(const std::string& path, int64_t deadline) {
   auto url = ResolveUrl(path);
   if (!url.ok()) return url.status();
   HttpRequest req;
@@ -258,9 +266,7 @@ Result<nlohmann::json> RedfishClient::Get(const std::string& path, int64_t deadl
   }
   if (!r.ok()) return Status(r.status().code(), r.status().message() + " (" + path + ")");
   if (r->status != 200) return HttpError(r->status, path);
-  auto j = ParseBmcJson(r->body);
-  if (!j.ok()) return Status(StatusCode::kCorrupt, j.status().message() + " at " + path);
-  return j;
+  return std::move(r->body);
 }
 
 void RedfishClient::Logout() {

@@ -61,6 +61,9 @@ class RedfishClient {
   // GET `path` ("/redfish/v1/...", or an absolute URL on the same BMC) as JSON.
   // kNotFound for 404, kCorrupt for malformed JSON, kTimeout past the deadline.
   Result<nlohmann::json> Get(const std::string& path, int64_t deadline_mono_ns);
+  // The same request, the body unparsed (for a caller that reads it as a stream:
+  // collection_page.h). Errors as Get's, less kCorrupt for the JSON.
+  Result<std::string> GetText(const std::string& path, int64_t deadline_mono_ns);
   // DELETEs the session, if any. Idempotent.
   void Logout();
 

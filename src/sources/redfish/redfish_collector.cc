@@ -12,6 +12,7 @@
 #include "core/time.h"
 #include "parse/redfish_map.h"
 #include "parse/text.h"
+#include "sources/redfish/collection_page.h"
 
 namespace faultline::redfish {
 namespace {
@@ -95,6 +96,8 @@ bool IsAbsentPart(const Json& j) {
 }
 
 using Handler = std::function<void(const Json&, const MapContext&)>;
+// Gets the body unparsed (log pages, read as a stream: collection_page.h).
+using PageHandler = std::function<void(std::string_view body, const MapContext&)>;
 
 // Pages and members of one collection read so far in this sweep. Pages of a collection
 // are read one after another (the next link is queued by the page before), so one
@@ -110,6 +113,7 @@ struct Task {
   MapContext ctx;
   Handler handler;                  // null: the generic walk (Walk::Process)
   std::optional<Json> inline_json;  // an expanded member: no request needed
+  PageHandler page;                 // set: called instead of `handler`, with the raw body
 };
 
 // Entries read from one log during a sweep, filtered against its cursor at the end.
@@ -267,14 +271,29 @@ class Walk {
       ++result_.skipped;
       return;
     }
+    if (task.page) return ExecutePage(task, ctx);
     Result<Json> r = client_.Get(task.path, deadline_);
     ctx.read_time_ns = client_.clock().NowNs();
     if (!r.ok()) return Failed(task.path, r.status());
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      ++result_.resources;
-    }
+    CountResource();
     Dispatch(task, *r, ctx);
+  }
+
+  void ExecutePage(const Task& task, MapContext& ctx) {
+    Result<std::string> body = client_.GetText(task.path, deadline_);
+    ctx.read_time_ns = client_.clock().NowNs();
+    if (!body.ok()) return Failed(task.path, body.status());
+    CountResource();
+    try {
+      task.page(*body, ctx);
+    } catch (const std::exception& e) {  // nlohmann type errors on hostile JSON
+      Warn("unexpected JSON shape at " + task.path + ": " + std::string(e.what()).substr(0, 120));
+    }
+  }
+
+  void CountResource() {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++result_.resources;
   }
 
   void Dispatch(const Task& task, const Json& j, const MapContext& ctx) {
@@ -325,22 +344,34 @@ class Walk {
       std::lock_guard<std::mutex> lock(mu_);
       logs_[log].ctx = ctx;
     }
-    Enqueue(
-        {entries, ctx, [this, log](const Json& page, const MapContext& c) { LogPage(log, page, c, 1); }, std::nullopt});
+    EnqueueLogPage(log, entries, ctx, 1);
   }
 
-  void LogPage(const std::string& log, const Json& page, const MapContext& ctx, size_t page_no) {
+  void EnqueueLogPage(const std::string& log, const std::string& url, const MapContext& ctx, size_t page_no) {
+    Enqueue({url, ctx, nullptr, std::nullopt, [this, log, url, page_no](std::string_view body, const MapContext& c) {
+               LogPage(log, url, body, c, page_no);
+             }});
+  }
+
+  // A page is parsed as a stream and only as far as the log's max_log_entries: a BMC that
+  // lists 190,000 entries on one page costs the body and the entries kept, not a
+  // document of them all (issue 25). One member past the room left makes NoteListed
+  // report the cap, as before.
+  void LogPage(const std::string& log, const std::string& url, std::string_view body, const MapContext& ctx,
+               size_t page_no) {
+    const size_t room = RoomLeft(log);
+    auto page = ParseCollectionPage(body, room == SIZE_MAX ? room : room + 1);
+    if (!page.ok()) return Failed(url, Status(page.status().code(), page.status().message() + " at " + url));
     auto cursor_it = cursors_.find(log);
     const LogCursor empty;
     const LogCursor& cursor = cursor_it == cursors_.end() ? empty : cursor_it->second;
-    auto members = page.find("Members");
-    if (members == page.end() || !members->is_array()) {
+    if (!page->members_array) {
       Warn("log entries without a Members array at " + log);
     } else {
-      for (const Json& m : *members) {
+      for (Json& m : page->members) {
         if (!NoteListed(log, IsExpanded(m) ? StrField(m, "Id") : LastSegment(StrField(m, "@odata.id")))) return;
         if (IsExpanded(m)) {
-          AddEntry(log, m);
+          AddEntry(log, std::move(m));
           continue;
         }
         std::string link = StrField(m, "@odata.id");
@@ -349,14 +380,19 @@ class Walk {
         Enqueue({link, ctx, [this, log](const Json& e, const MapContext&) { AddEntry(log, e); }, std::nullopt});
       }
     }
-    std::string next = NextLink(page);
-    if (next.empty()) return;
+    if (page->next_link.empty()) return;
     if (page_no >= options_.max_log_pages) {
       return Warn("log " + log + " has more than max_log_pages=" + std::to_string(options_.max_log_pages) +
                   " pages (cap); later pages were not read this sweep");
     }
-    Enqueue({next, ctx, [this, log, page_no](const Json& p, const MapContext& c) { LogPage(log, p, c, page_no + 1); },
-             std::nullopt});
+    EnqueueLogPage(log, page->next_link, ctx, page_no + 1);
+  }
+
+  // Entries the log may still list this sweep (max_log_entries less those listed so far).
+  size_t RoomLeft(const std::string& log) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const size_t listed = logs_[log].listed;
+    return listed >= options_.max_log_entries ? 0 : options_.max_log_entries - listed;
   }
 
   // False once the log reached max_log_entries (with one warning naming the cap).
@@ -378,9 +414,9 @@ class Walk {
     return true;
   }
 
-  void AddEntry(const std::string& log, const Json& entry) {
+  void AddEntry(const std::string& log, Json entry) {
     std::lock_guard<std::mutex> lock(mu_);
-    logs_[log].entries.push_back(entry);
+    logs_[log].entries.push_back(std::move(entry));
   }
 
   void FinishLog(const std::string& log, PendingLog& pending, LogCursor& cursor) {

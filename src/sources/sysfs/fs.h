@@ -19,10 +19,13 @@ namespace faultline {
 class SysfsFs {
  public:
   virtual ~SysfsFs() = default;
-  // Whole content of a small file. kNotFound (absent), kPermissionDenied, kIoError, or
-  // kCorrupt when it is larger than `max_bytes` (sysfs attributes are one page at most).
+  // Whole content of a small regular file. kNotFound (absent), kPermissionDenied, kIoError,
+  // or kCorrupt when it is larger than `max_bytes` (sysfs attributes are one page at most),
+  // is not a regular file (a FIFO, a device, a directory) or resolves outside the root.
+  // Never blocks on the file itself, and a refusal never quotes what the file holds.
   virtual Result<std::string> ReadFile(const std::string& path, size_t max_bytes) const = 0;
-  // Entry names of a directory (no "." / ".."), sorted.
+  // Entry names of a directory (no "." / ".."), sorted; kCorrupt when it resolves outside
+  // the root.
   virtual Result<std::vector<std::string>> ListDir(const std::string& path) const = 0;
   // `path` with every symlink resolved, as a path inside the root. kCorrupt when the
   // link leads outside the root.
@@ -30,6 +33,14 @@ class SysfsFs {
 };
 
 // The real filesystem under `root` ("/" on a live node).
+//
+// Confinement: under any root other than "/" (a copied or simulated tree, possibly
+// hostile) a file or directory is used only when its resolved path is inside the root's:
+// links within the tree are followed (real sysfs is full of them, class/net/<if> ->
+// ../../devices/...), a link that leaves it is refused (kCorrupt). Only regular files are
+// read, and under such a root a file is checked through a bare handle (O_PATH) before it
+// is opened for reading, so a FIFO never blocks and a device node is never opened. Under
+// "/" the tree is the kernel's: files are opened non-blocking and refused unless regular.
 //
 // ReadFile opens a file relative to a handle (O_PATH) on its directory, kept from one
 // read to the next: a collector reads the same few attributes of each device at every
@@ -52,6 +63,10 @@ class RootFs final : public SysfsFs {
  private:
   class DirHandles;
   std::string Full(const std::string& path) const { return root_ + path; }
+  // A descriptor open for reading on the regular file `path`, checked as described above.
+  Result<int> OpenRegular(const std::string& path) const;
+  // kCorrupt when `fd` (opened for `path`) is not inside the root; Ok under "/".
+  Status CheckInside(int fd, const std::string& path) const;
   std::string root_;  // without trailing slash; "" for "/"
   std::shared_ptr<DirHandles> dirs_;  // shared by copies: same root, same directories
 };

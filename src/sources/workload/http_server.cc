@@ -1,18 +1,14 @@
 #include "sources/workload/http_server.h"
 
+#include <arpa/inet.h>
 #include <httplib.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
 
-#include <atomic>
 #include <charconv>
-#include <chrono>
 #include <cstdlib>
-#include <fstream>
 #include <mutex>
-#include <thread>
 
 #include "parse/text.h"
+#include "sources/redfish/credentials.h"
 #include "sources/workload/queue.h"
 
 namespace faultline {
@@ -20,10 +16,13 @@ namespace {
 
 constexpr size_t kMaxTokenBytes = 4096;
 
-bool IsLoopbackHost(std::string_view host) {
-  // 127.0.0.0/8, ::1 and the name every resolver maps to them. Any other name may
-  // resolve to a routable address, so it counts as "not loopback".
-  return StartsWith(host, "127.") || host == "::1" || host == "localhost";
+bool IsLoopbackHost(const std::string& host) {
+  // An IPv4 literal in 127.0.0.0/8 (inet_pton: the dotted quad only, so "127.evil.example"
+  // is a name), ::1, and the name every resolver maps to them. Any other name may resolve
+  // to a routable address, so it counts as "not loopback".
+  in_addr v4{};
+  if (::inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  return host == "::1" || host == "localhost";
 }
 
 Result<int> ParsePort(std::string_view text, std::string_view whole, std::string_view what) {
@@ -93,16 +92,27 @@ Result<std::vector<std::string>> CheckListenPolicy(const ListenAddress& address,
                                   " (not loopback): reachable from the network, bearer token required"};
 }
 
+Result<std::vector<std::string>> CheckBoundPolicy(const BoundAddress& bound, bool has_token, std::string_view what,
+                                                  std::string_view hint) {
+  if (bound.loopback) return std::vector<std::string>{};
+  const std::string where =
+      (bound.ip.find(':') != std::string::npos ? "[" + bound.ip + "]" : bound.ip) + ":" + std::to_string(bound.port);
+  if (!has_token) {
+    return Status(StatusCode::kInvalidArgument,
+                  std::string(what) + " bound to " + where + ", which is not a loopback address: " + std::string(hint));
+  }
+  return std::vector<std::string>{std::string(what) + " listens on " + where +
+                                  " (not loopback): reachable from the network, bearer token required"};
+}
+
 Result<std::string> LoadBearerToken(const std::string& file, const std::string& env_var, std::string_view what) {
   if (!file.empty()) {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) return Status(StatusCode::kNotFound, "cannot read " + std::string(what) + " token file " + file);
-    std::string text(kMaxTokenBytes + 1, '\0');
-    in.read(text.data(), static_cast<std::streamsize>(text.size()));
-    text.resize(static_cast<size_t>(in.gcount()));
-    if (text.size() > kMaxTokenBytes)
+    // The messages of the shared reader name the file and the fault, never its content.
+    auto line = redfish::ReadPasswordFile(file);
+    if (!line.ok()) return Status(line.status().code(), std::string(what) + " token: " + line.status().message());
+    if (line->size() > kMaxTokenBytes)
       return Status(StatusCode::kInvalidArgument, std::string(what) + " token file " + file + " is too large");
-    return CheckToken(text.substr(0, text.find('\n')), "file " + file, what);
+    return CheckToken(*line, "file " + file, what);
   }
   if (!env_var.empty()) {
     const char* v = std::getenv(env_var.c_str());
@@ -123,8 +133,28 @@ bool BearerTokenMatches(std::string_view authorization, std::string_view token) 
   return SameSecret(authorization.substr(kBearer.size()), token);
 }
 
+namespace {
+
+GuardedServerOptions GuardOptions(const WorkloadServerOptions& o) {
+  GuardedServerOptions g;
+  g.threads = o.threads;
+  g.queue_capacity = o.connection_queue;
+  g.busy_capacity = o.busy_connections;
+  g.idle_timeout_ms = o.idle_timeout_ms;
+  g.request_timeout_ms = o.request_timeout_ms;
+  g.read_timeout_ms = o.read_timeout_ms;
+  g.write_timeout_ms = o.write_timeout_ms;
+  // The request line and headers (cpp-httplib caps each line at 8 KiB), then the body.
+  g.max_request_bytes = 64 * 1024 + o.http.max_body_bytes;
+  g.busy_body = R"({"error":"server busy, retry later"})";
+  return g;
+}
+
+}  // namespace
+
 struct WorkloadHttpServer::Impl {
-  Impl(WorkloadServerOptions o, const Clock& c) : options(std::move(o)), clock(c), queue(options.queue_capacity) {}
+  Impl(WorkloadServerOptions o, const Clock& c)
+      : options(std::move(o)), clock(c), queue(options.queue_capacity), guard(GuardOptions(options)) {}
 
   void Count(const HttpReply& reply) {
     std::lock_guard<std::mutex> lock(mu);
@@ -155,6 +185,23 @@ struct WorkloadHttpServer::Impl {
     return options.token.empty() || BearerTokenMatches(req.get_header_value("Authorization"), options.token);
   }
 
+  // Without a token the endpoint is loopback only, and a page that rebinds its own name to
+  // 127.0.0.1 still sends that name as Host: only loopback names are answered.
+  httplib::Server::HandlerResponse CheckHost(const httplib::Request& req, httplib::Response& res) {
+    if (!options.token.empty() || IsLoopbackHostHeader(req.get_header_value("Host"))) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    const bool missing = !req.has_header("Host");
+    res.status = missing ? 400 : 421;
+    const char* error =
+        missing ? "a Host header is required"
+                : "without a token this endpoint answers only a loopback Host (127.0.0.1, localhost, [::1])";
+    res.set_content(std::string(R"({"error":")") + error + "\"}", "application/json");
+    std::lock_guard<std::mutex> lock(mu);
+    ++stats.misdirected;
+    return httplib::Server::HandlerResponse::Handled;
+  }
+
   void Handle(const httplib::Request& req, httplib::Response& res) {
     HttpReply reply;
     if (!Authorized(req)) {
@@ -170,30 +217,17 @@ struct WorkloadHttpServer::Impl {
   }
 
   void Configure() {
-    const size_t threads = std::max<size_t>(1, options.threads);
-    server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-    server.set_read_timeout(options.read_timeout_ms / 1000, (options.read_timeout_ms % 1000) * 1000);
-    server.set_write_timeout(options.write_timeout_ms / 1000, (options.write_timeout_ms % 1000) * 1000);
-    // One request per connection: an idle keep-alive connection would hold a worker.
-    server.set_keep_alive_max_count(1);
-    server.set_keep_alive_timeout(1);
+    httplib::Server& server = guard.http();
     server.set_payload_max_length(options.http.max_body_bytes);
-    // httplib's default also sets SO_REUSEPORT: another process of the same user could then
-    // bind the same port and receive reports (and tokens), and bind(port 0) may hand two
-    // servers one port. Keep only SO_REUSEADDR so a clash is a bind error.
-    server.set_socket_options([](socket_t sock) {
-      int yes = 1;
-      setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<const void*>(&yes), sizeof(yes));
-    });
+    server.set_pre_routing_handler(
+        [this](const httplib::Request& req, httplib::Response& res) { return CheckHost(req, res); });
     server.Post(options.http.path, [this](const httplib::Request& req, httplib::Response& res) { Handle(req, res); });
   }
 
   WorkloadServerOptions options;
   const Clock& clock;
   ObservationQueue queue;
-  httplib::Server server;
-  std::thread thread;
-  std::atomic<bool> listen_returned{false};
+  GuardedHttpServer guard;
   bool started = false;
   int port = 0;
   mutable std::mutex mu;
@@ -206,52 +240,51 @@ WorkloadHttpServer::WorkloadHttpServer(WorkloadServerOptions options, const Cloc
 WorkloadHttpServer::~WorkloadHttpServer() { Stop(); }
 
 Result<std::vector<std::string>> WorkloadHttpServer::Start() {
+  Impl& m = *impl_;
   // httplib's server cannot be restarted: one Start per object.
-  if (impl_->started) return Status(StatusCode::kInvalidArgument, "workload endpoint already started");
-  auto address = ParseListenAddress(impl_->options.listen);
+  if (m.started) return Status(StatusCode::kInvalidArgument, "workload endpoint already started");
+  auto address = ParseListenAddress(m.options.listen);
   if (!address.ok()) return address.status();
-  auto warnings = CheckListenPolicy(*address, !impl_->options.token.empty());
+  const bool has_token = !m.options.token.empty();
+  auto warnings = CheckListenPolicy(*address, has_token);
   if (!warnings.ok()) return warnings.status();
-  impl_->started = true;
-  impl_->Configure();
-  const std::string where = impl_->options.listen;
-  if (address->port == 0) {
-    impl_->port = impl_->server.bind_to_any_port(address->host);
-  } else {
-    impl_->port = impl_->server.bind_to_port(address->host, address->port) ? address->port : -1;
+  m.started = true;
+  m.Configure();
+  auto bound = m.guard.Bind(address->host, address->port, "workload");
+  if (!bound.ok()) return bound.status();
+  // A name that read as loopback but bound elsewhere is caught here (with a token, the
+  // name check above already warned about anything that is not loopback by name).
+  auto policy =
+      CheckBoundPolicy(*bound, has_token, "workload endpoint",
+                       "set a bearer token (workload.token_file or workload.token_env) or listen on 127.0.0.1");
+  if (!policy.ok()) {
+    m.guard.Stop();
+    return policy.status();
   }
-  if (impl_->port <= 0) return Status(StatusCode::kUnavailable, "workload: cannot listen on " + where);
-  impl_->thread = std::thread([this] {
-    impl_->server.listen_after_bind();
-    impl_->listen_returned = true;
-  });
-  // httplib's stop() does nothing until the accept loop is running: wait for it, so a
-  // Stop() right after Start() cannot leave the thread in accept() forever.
-  while (!impl_->server.is_running() && !impl_->listen_returned) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  if (!impl_->server.is_running()) {
-    impl_->thread.join();
-    return Status(StatusCode::kUnavailable, "workload: the server on " + where + " stopped at once");
-  }
+  if (address->loopback) warnings->insert(warnings->end(), policy->begin(), policy->end());
+  if (Status s = m.guard.Serve("workload"); !s.ok()) return s;
+  m.port = bound->port;
   return warnings;
 }
 
-void WorkloadHttpServer::Stop() {
-  if (!impl_->thread.joinable()) return;
-  impl_->server.stop();
-  impl_->thread.join();
-}
+void WorkloadHttpServer::Stop() { impl_->guard.Stop(); }
 
-bool WorkloadHttpServer::running() const { return impl_->thread.joinable() && impl_->server.is_running(); }
+bool WorkloadHttpServer::running() const { return impl_->guard.running(); }
 
 int WorkloadHttpServer::port() const { return impl_->port; }
 
 std::vector<Observation> WorkloadHttpServer::Drain() { return impl_->queue.Drain(); }
 
 WorkloadServerStats WorkloadHttpServer::stats() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  return impl_->stats;
+  WorkloadServerStats out;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    out = impl_->stats;
+  }
+  const GuardedServerStats guard = impl_->guard.stats();
+  out.busy = guard.busy;
+  out.timed_out = guard.timed_out;
+  return out;
 }
 
 }  // namespace faultline
