@@ -92,7 +92,14 @@ struct Server::Impl {
   // Without a token the server listens on loopback only, and a page that rebinds its own
   // name to 127.0.0.1 still sends that name as Host: only loopback names are answered.
   bool MisdirectedHost(const httplib::Request& req, httplib::Response& res) {
-    if (!options.api.token.empty() || IsLoopbackHostHeader(req.get_header_value("Host"))) return false;
+    if (!options.api.token.empty()) return false;
+    if (!IsAllowedOrigin(req.get_header_value("Origin"))) {
+      ++misdirected;
+      Reply(res, ApiHandler::Error(403, "this server has no token and answers no request from another site's page "
+                                        "(Origin is not a loopback origin)"));
+      return true;
+    }
+    if (IsLoopbackHostHeader(req.get_header_value("Host"))) return false;
     ++misdirected;
     Reply(res, req.has_header("Host")
                    ? ApiHandler::Error(421,

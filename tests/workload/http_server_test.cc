@@ -369,6 +369,25 @@ TEST_F(WorkloadServerTest, WithoutATokenOnlyLoopbackHostsAreAnswered) {
   const std::string local = post("Host: localhost:9464\r\n");
   EXPECT_NE(local.find(" 202 "), std::string::npos) << local;
   EXPECT_EQ(server_->Drain().size(), 1u);
+  // A page on another site POSTing to 127.0.0.1: its Host is loopback, its Origin is not (CSRF).
+  const std::string forged = post("Host: 127.0.0.1:9464\r\nOrigin: https://evil.example\r\n");
+  EXPECT_NE(forged.find(" 403 "), std::string::npos) << forged;
+  EXPECT_NE(post("Host: 127.0.0.1:9464\r\nOrigin: null\r\n").find(" 403 "), std::string::npos);
+  EXPECT_TRUE(server_->Drain().empty());
+  const std::string own = post("Host: 127.0.0.1:9464\r\nOrigin: http://127.0.0.1:9464\r\n");
+  EXPECT_NE(own.find(" 202 "), std::string::npos) << own;
+  EXPECT_EQ(server_->Drain().size(), 1u);
+}
+
+TEST(WorkloadHost, OnlyNoOriginOrALoopbackOriginIsAllowed) {
+  for (const char* origin : {"", "http://127.0.0.1", "http://127.0.0.1:9465", "https://localhost:9465",
+                             "http://[::1]:9465"}) {
+    EXPECT_TRUE(IsAllowedOrigin(origin)) << origin;
+  }
+  for (const char* origin : {"null", "https://evil.example", "http://127.0.0.1.evil.example", "http://evil@127.0.0.1",
+                             "http://127.0.0.1/x", "ftp://127.0.0.1", "127.0.0.1", "http://", "file://"}) {
+    EXPECT_FALSE(IsAllowedOrigin(origin)) << origin;
+  }
 }
 
 // Before the fix each read waited its timeout afresh: 16 connections dripping a byte now

@@ -316,6 +316,16 @@ bool IsLoopbackHostHeader(std::string_view host) {
   return ::inet_pton(AF_INET, std::string(host).c_str(), &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
 }
 
+bool IsAllowedOrigin(std::string_view origin) {
+  if (origin.empty()) return true;
+  for (const std::string_view scheme : {"http://", "https://"}) {
+    if (origin.substr(0, scheme.size()) != scheme) continue;
+    const std::string_view authority = origin.substr(scheme.size());
+    return authority.find_first_of("/@?#") == std::string_view::npos && IsLoopbackHostHeader(authority);
+  }
+  return false;  // "null" (a sandboxed or file: page) and anything else
+}
+
 struct GuardedHttpServer::Impl {
   explicit Impl(GuardedServerOptions o) : options(std::move(o)), http([this](int fd) { Admit(fd); }) {
     options.threads = std::max<size_t>(1, options.threads);

@@ -74,6 +74,12 @@ struct BoundAddress {
 // count. A server without a token answers only these, so a DNS-rebinding page (whose
 // requests carry its own host name) cannot read it.
 bool IsLoopbackHostHeader(std::string_view host);
+// A request's Origin header allows it on a server without a token: absent (curl, scripts,
+// the agent's own clients send none) or a loopback origin ("http://127.0.0.1:9465", the
+// dashboard's own page). A browser sends its page's origin with every cross-site POST, so a
+// page on any other site cannot plant a workload report or start an analysis (CSRF), which
+// the Host check alone allows: such a request's Host is loopback. "null" is refused.
+bool IsAllowedOrigin(std::string_view origin);
 
 class GuardedHttpServer {
  public:

@@ -188,14 +188,16 @@ struct WorkloadHttpServer::Impl {
   // Without a token the endpoint is loopback only, and a page that rebinds its own name to
   // 127.0.0.1 still sends that name as Host: only loopback names are answered.
   httplib::Server::HandlerResponse CheckHost(const httplib::Request& req, httplib::Response& res) {
-    if (!options.token.empty() || IsLoopbackHostHeader(req.get_header_value("Host"))) {
+    const bool cross_site = !IsAllowedOrigin(req.get_header_value("Origin"));
+    if (!options.token.empty() || (!cross_site && IsLoopbackHostHeader(req.get_header_value("Host")))) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
     const bool missing = !req.has_header("Host");
-    res.status = missing ? 400 : 421;
+    res.status = cross_site ? 403 : missing ? 400 : 421;
     const char* error =
-        missing ? "a Host header is required"
-                : "without a token this endpoint answers only a loopback Host (127.0.0.1, localhost, [::1])";
+        cross_site ? "without a token this endpoint takes no report from another site's page (Origin is not loopback)"
+        : missing  ? "a Host header is required"
+                   : "without a token this endpoint answers only a loopback Host (127.0.0.1, localhost, [::1])";
     res.set_content(std::string(R"({"error":")") + error + "\"}", "application/json");
     std::lock_guard<std::mutex> lock(mu);
     ++stats.misdirected;
