@@ -11,6 +11,7 @@
 
 #include "fleet/correlate.h"
 #include "fleet/dedup.h"
+#include "fleet/names.h"
 #include "fleet/node_isolate.h"
 #include "fleet/node_state.h"
 #include "fleet/peers.h"
@@ -34,6 +35,16 @@ struct OpenEntry {
   FleetDiagnosis diagnosis;
   std::string reported;      // Signature() when last returned by Evaluate
   std::string isolated_for;  // straggler: component and links its node_diagnoses answer
+  bool own_evidence = false;  // straggler: node_diagnoses are the node's own, not the isolator's
+};
+
+// A straggler or rack closed lately: if it opens again within the window it is the same
+// report (its id, what was last returned), not a new one.
+struct ClosedEntry {
+  std::string id;
+  int64_t first_ns = 0;
+  std::string reported;
+  int64_t closed_ns = 0;
 };
 
 std::string IsolatedFor(const FleetDiagnosis& d) {
@@ -42,16 +53,50 @@ std::string IsolatedFor(const FleetDiagnosis& d) {
   return s;
 }
 
-// The straggler's class, action and severity are its own isolator's when that names a
-// cause below the workload (a power brake, a throttling GPU, a link).
-void ApplyIsolator(FleetDiagnosis& d) {
+// Whether a diagnosis names a cause below the workload (a power brake, a throttling GPU, a
+// link): hardware evidence, where a slow node's class comes from.
+bool NamesHardware(const Diagnosis& d) {
+  return d.fault_class != FaultClass::kNone && d.fault_class != FaultClass::kWorkloadImbalance &&
+         d.layer != Layer::kWorkload;
+}
+
+// The node's own diagnoses held for the window that name hardware: the one on the named
+// GPU first, then the newest first. What the node itself concluded beats what the
+// analyzer can re-derive from the little it holds of the node.
+std::vector<Diagnosis> OwnHardwareDiagnoses(const NodeState& node, const std::string& gpu) {
+  std::vector<const Diagnosis*> own;
+  for (const HeldDiagnosis& h : node.diagnoses) {
+    if (NamesHardware(h.diagnosis)) own.push_back(&h.diagnosis);
+  }
+  auto on_gpu = [&](const Diagnosis* d) {
+    return !gpu.empty() && d->component.type == ComponentType::kGpu && d->component.name == gpu;
+  };
+  std::stable_sort(own.begin(), own.end(), [&](const Diagnosis* a, const Diagnosis* b) {
+    return std::make_tuple(!on_gpu(a), -a->last_ns) < std::make_tuple(!on_gpu(b), -b->last_ns);
+  });
+  std::vector<Diagnosis> out;
+  for (const Diagnosis* d : own) out.push_back(*d);
+  return out;
+}
+
+// "node/<n>/gpu/<g>" -> "<g>"; "" when no GPU is named.
+std::string NamedGpu(const FleetDiagnosis& d) {
+  const size_t at = d.component.rfind("/gpu/");
+  return at == std::string::npos ? std::string() : d.component.substr(at + 5);
+}
+
+// The straggler's class, action and severity are its node's own evidence's when that names
+// a cause below the workload: the node's own diagnoses first, else its isolator's answer
+// over what the analyzer holds. Without hardware evidence it stays the workload's.
+void ApplyNodeEvidence(FleetDiagnosis& d, bool own) {
   if (d.node_diagnoses.empty()) return;
   const Diagnosis& primary = d.node_diagnoses.front();
-  if (primary.fault_class == FaultClass::kNone || primary.fault_class == FaultClass::kWorkloadImbalance) return;
+  if (!NamesHardware(primary)) return;
   d.fault_class = primary.fault_class;
   d.action = primary.action;
   d.severity = std::max(d.severity, primary.severity);
-  d.summary += "; its isolator: " + std::string(ToString(primary.fault_class)) + " on " + primary.component.Id();
+  d.summary += std::string(own ? "; its own diagnosis: " : "; its isolator: ") +
+               std::string(ToString(primary.fault_class)) + " on " + primary.component.Id();
 }
 
 // What makes a fleet diagnosis "changed" for Evaluate: its conclusion and who it covers,
@@ -102,6 +147,10 @@ struct FleetAnalyzer::Impl {
   std::deque<NodeState> nodes;  // first seen first; a deque so references stay valid as nodes join
   std::unordered_map<std::string, size_t> node_index;
   std::map<std::string, OpenEntry> open;  // by key ("straggler|job|node", "pdu|r12-a", "rack|r12")
+  std::map<std::string, ClosedEntry> closed;  // stragglers and racks closed within the window, by key
+  size_t state_bytes = 0;                     // ApproxStateBytes when last measured, plus nodes since
+  size_t measured_nodes = 0;                  // nodes when last measured
+  size_t evaluations = 0;
 
   Impl(FleetTopology t, AnalyzerOptions o)
       : topology(std::move(t)),
@@ -132,21 +181,27 @@ struct FleetAnalyzer::Impl {
   void JudgeRacks(const GroupInfo& g, const std::vector<SlowNode>& slow, const std::set<std::string>& covered,
                   std::map<std::string, FleetDiagnosis>& candidates, std::set<size_t>& in_rack) const;
   void Reconcile(const std::string& key, FleetDiagnosis fresh, int64_t now_ns);
-  void Close(const std::set<std::string>& current, const std::set<size_t>& calm, int64_t before_ns);
+  void Close(const std::set<std::string>& current, const std::set<size_t>& calm, int64_t before_ns, int64_t now_ns);
+  void ExplainStraggler(OpenEntry& entry, int64_t before_ns, int64_t now_ns);
+  size_t MeasureState() const;
 };
 
+// `name` and `place` as the envelope gave them; what is kept of them is cut (names.h).
 NodeState* FleetAnalyzer::Impl::NodeFor(const std::string& name, const NodePlace& place) {
   if (name.empty()) return nullptr;
-  auto it = node_index.find(name);
+  if (NameTooLong(name)) return NodeFor(BoundName(name), place);
+  const std::string& kept = name;
+  auto it = node_index.find(kept);
   if (it != node_index.end()) return &nodes[it->second];
-  if (nodes.size() >= options.max_nodes) return nullptr;
+  if (nodes.size() >= options.max_nodes || state_bytes >= options.max_state_bytes) return nullptr;
   NodeState n;
-  n.name = name;
-  n.place = place;
-  n.place.node = name;
-  n.topo = index.Node(name);
-  node_index.emplace(name, nodes.size());
+  n.name = kept;
+  n.place = {.site = BoundName(place.site), .rack = BoundName(place.rack), .node = kept};
+  n.topo = index.Node(kept);
+  node_index.emplace(kept, nodes.size());
   nodes.push_back(std::move(n));
+  // Until the next Evaluate measures it: the node as it starts, names counted thrice.
+  state_bytes += ApproxBytes(nodes.back()) + 64 + kept.size();
   return &nodes.back();
 }
 
@@ -184,7 +239,7 @@ void FleetAnalyzer::Impl::IngestObservations(const Envelope& e, NodeState& node)
       hi = id;
     }
     NodeState* target = &node;
-    if (!obs.node.empty() && obs.node != node.name) {
+    if (!obs.node.empty() && obs.node != e.place.node && obs.node != node.name) {
       target = NodeFor(obs.node, e.place);
       if (target == nullptr) {
         ++stats.refused;
@@ -206,11 +261,15 @@ FleetAnalyzer::~FleetAnalyzer() = default;
 const IngestStats& FleetAnalyzer::stats() const { return impl_->stats; }
 size_t FleetAnalyzer::nodes() const { return impl_->nodes.size(); }
 
-size_t FleetAnalyzer::ApproxStateBytes() const {
-  size_t n = impl_->msg_ids.size() * 48 + impl_->node_index.size() * 64;
-  for (const NodeState& node : impl_->nodes) n += ApproxBytes(node);
+size_t FleetAnalyzer::Impl::MeasureState() const {
+  size_t n = msg_ids.size() * 48;
+  // node_index: a hash node and its key per node.
+  for (const NodeState& node : nodes) n += ApproxBytes(node) + 64 + (node.name.size() > 15 ? node.name.size() + 1 : 0);
+  for (const auto& [key, entry] : open) n += key.size() + entry.diagnosis.summary.size() + sizeof(OpenEntry) + 512;
   return n;
 }
+
+size_t FleetAnalyzer::ApproxStateBytes() const { return impl_->MeasureState(); }
 
 void FleetAnalyzer::Ingest(const Envelope& e) {
   Impl& m = *impl_;
@@ -220,6 +279,7 @@ void FleetAnalyzer::Ingest(const Envelope& e) {
                           (e.kind == RecordKind::kFinding && e.finding) ||
                           (e.kind == RecordKind::kDiagnosis && e.diagnosis) ||
                           (e.kind == RecordKind::kAction && e.action) || (e.kind == RecordKind::kFleetDiagnosis);
+  if (NameTooLong(e.place.node) || NameTooLong(e.place.rack) || NameTooLong(e.place.site)) ++m.stats.names_cut;
   NodeState* node = payload_ok ? m.NodeFor(e.place.node, e.place) : nullptr;
   if (node == nullptr) {
     ++m.stats.refused;
@@ -280,6 +340,7 @@ std::vector<SlowNode> FleetAnalyzer::Impl::JudgeJobs(std::vector<GroupInfo>& gro
   }
   const PeerOptions po{.mad_threshold = options.mad_threshold,
                        .min_slowdown = options.min_slowdown,
+                       .jitter_factor = options.jitter_factor,
                        .persistence = options.persistence,
                        .min_peers = options.min_peers,
                        .recent_samples = options.recent_samples,
@@ -293,9 +354,9 @@ std::vector<SlowNode> FleetAnalyzer::Impl::JudgeJobs(std::vector<GroupInfo>& gro
     for (const PeerVerdict& v : g.nodes) {
       info.nodes.push_back(v.node);
       if (!g.in_phase && v.slow_run >= 1) info.rising.insert(v.node);
-      // Back under the threshold (median of its recent samples): recovered. In a phase
+      // Back at its peers' pace, persistently (peers.h "calm"): recovered. In a phase
       // nobody is judged either way.
-      if (!g.in_phase && v.recent <= g.threshold) judged_calm.insert(v.node);
+      if (!g.in_phase && v.calm) judged_calm.insert(v.node);
       if (!v.slow) continue;
       info.slow.insert(v.node);
       slow.push_back({v.node, key.first, key.second, v, g.median, series.size()});
@@ -342,10 +403,13 @@ FleetDiagnosis FleetAnalyzer::Impl::StragglerDiagnosis(const SlowNode& s, const 
   d.nodes = {node.name};
   d.linked = LinkedOf(node);
   d.job = s.job;
+  // The slowdown is the node's own against its peers in the same steps (peers.h), so a
+  // pause the job shared in its recent samples does not inflate it.
   const std::string what = s.kind == ObsKind::kThroughput ? "time per sample" : "step time";
-  d.summary = node.name + " is " + Percent(s.verdict.slowdown) + " slower than the median of job " + s.job + "'s " +
-              std::to_string(s.peers) + " nodes (" + what + " " + Fixed(s.verdict.recent, 4) + " s vs " +
-              Fixed(s.median, 4) + " s, robust z " + Fixed(s.verdict.z, 1) + ")";
+  d.summary = node.name + " is " + Percent(s.verdict.stated_slowdown) + " slower than the other " +
+              std::to_string(s.peers - 1) + " nodes of job " + s.job + " in the same steps (" + what + " " +
+              Fixed(s.verdict.seconds, 4) + " s vs " + Fixed(s.verdict.peer_seconds, 4) + " s, robust z " +
+              Fixed(s.verdict.z, 1) + ")";
   d.evidence.push_back({.time_ns = d.last_ns,
                         .mono_us = std::nullopt,
                         .source = Source::kWorkload,
@@ -458,7 +522,7 @@ FleetDiagnosis FleetAnalyzer::Impl::RackDiagnosis(const std::string& rack, const
     d.nodes.push_back(nodes[s.node].name);
     MergeSorted(d.linked, LinkedOf(nodes[s.node]));
     d.first_ns = std::min(d.first_ns, s.verdict.slow_since_ns);
-    slowdown += s.verdict.slowdown / static_cast<double>(slow.size());
+    slowdown += s.verdict.stated_slowdown / static_cast<double>(slow.size());
   }
   std::sort(d.nodes.begin(), d.nodes.end());
   d.nodes.erase(std::unique(d.nodes.begin(), d.nodes.end()), d.nodes.end());
@@ -633,10 +697,15 @@ void FleetAnalyzer::Impl::JudgeRacks(const GroupInfo& g, const std::vector<SlowN
     const bool named = enough(r.slow.size(), r.total);
     if (!named) {
       // Forming: another node of the rack is on its way. Hold a slow node back for at most
-      // another `persistence` samples, so two real stragglers in one rack are still named.
+      // another `persistence` samples past the one it was named at (peers.h: a recent
+      // median turned slow, then held for `persistence`), so two real stragglers in one
+      // rack are still named; one already named stays named (a neighbour's noisy sample
+      // must not close it).
       if (r.rising < 2 || r.total < options.min_rack_nodes) continue;
+      const int named_at = static_cast<int>(options.recent_samples + 1) / 2 + options.persistence - 1;
       for (const SlowNode& s : r.slow) {
-        if (s.verdict.slow_run < 2 * options.persistence) in_rack.insert(s.node);
+        const bool named_already = open.count("straggler|" + s.job + "|" + nodes[s.node].name) != 0;
+        if (!named_already && s.verdict.slow_run < named_at + options.persistence) in_rack.insert(s.node);
       }
       continue;
     }
@@ -649,11 +718,20 @@ void FleetAnalyzer::Impl::JudgeRacks(const GroupInfo& g, const std::vector<SlowN
 void FleetAnalyzer::Impl::Reconcile(const std::string& key, FleetDiagnosis fresh, int64_t now_ns) {
   auto it = open.find(key);
   if (it == open.end()) {
+    auto was = closed.find(key);
+    if (was != closed.end()) {
+      // Closed lately: the same report again (a node throttling on and off), not a new one.
+      fresh.id = was->second.id;
+      fresh.first_ns = std::min(fresh.first_ns, was->second.first_ns);
+      open.emplace(key, OpenEntry{std::move(fresh), was->second.reported, "", false});
+      closed.erase(was);
+      return;
+    }
     // The id is fixed when the diagnosis opens: the part (or job/node) and when it began.
     std::string id = key;
     std::replace(id.begin(), id.end(), '|', '/');
     fresh.id = id + "/" + std::to_string(fresh.first_ns);
-    open.emplace(key, OpenEntry{std::move(fresh), "", ""});
+    open.emplace(key, OpenEntry{std::move(fresh), "", "", false});
     return;
   }
   FleetDiagnosis& d = it->second.diagnosis;
@@ -668,7 +746,8 @@ void FleetAnalyzer::Impl::Reconcile(const std::string& key, FleetDiagnosis fresh
   (void)now_ns;
 }
 
-void FleetAnalyzer::Impl::Close(const std::set<std::string>& current, const std::set<size_t>& calm, int64_t before_ns) {
+void FleetAnalyzer::Impl::Close(const std::set<std::string>& current, const std::set<size_t>& calm, int64_t before_ns,
+                                int64_t now_ns) {
   auto recovered = [&](const FleetDiagnosis& d) {
     for (const std::string& name : d.nodes) {
       auto it = node_index.find(name);
@@ -687,11 +766,28 @@ void FleetAnalyzer::Impl::Close(const std::set<std::string>& current, const std:
       close = false;
     } else if (d.cause == "straggler" || d.cause == "rack") {
       close = recovered(d);
+      if (close) closed[it->first] = {d.id, d.first_ns, it->second.reported, now_ns};
     } else {
       close = d.last_ns < before_ns;  // every linked diagnosis has aged out of the window
     }
     it = close ? open.erase(it) : std::next(it);
   }
+  std::erase_if(closed, [&](const auto& kv) { return kv.second.closed_ns < before_ns; });
+}
+
+// Why the straggler is slow: its node's own diagnoses that name hardware (the one on the
+// named GPU first), else its isolator's answer over what the analyzer holds, asked again
+// only when what it is named for (component, links) changes.
+void FleetAnalyzer::Impl::ExplainStraggler(OpenEntry& entry, int64_t before_ns, int64_t now_ns) {
+  FleetDiagnosis& d = entry.diagnosis;
+  if (entry.isolated_for != IsolatedFor(d)) {
+    const NodeState& n = nodes[node_index.at(d.nodes.front())];
+    d.node_diagnoses = OwnHardwareDiagnoses(n, NamedGpu(d));
+    entry.own_evidence = !d.node_diagnoses.empty();
+    if (!entry.own_evidence) d.node_diagnoses = IsolateHeldNode(n, before_ns, now_ns);
+    entry.isolated_for = IsolatedFor(d);
+  }
+  ApplyNodeEvidence(d, entry.own_evidence);
 }
 
 std::vector<FleetDiagnosis> FleetAnalyzer::Evaluate(int64_t now_ns) {
@@ -737,27 +833,26 @@ std::vector<FleetDiagnosis> FleetAnalyzer::Evaluate(int64_t now_ns) {
     current.insert(key);
     m.Reconcile(key, std::move(d), now_ns);
   }
-  m.Close(current, calm, before_ns);
+  m.Close(current, calm, before_ns, now_ns);
 
   std::vector<FleetDiagnosis> out;
   for (auto& [key, entry] : m.open) {
     FleetDiagnosis& d = entry.diagnosis;
     // Ask the straggler's own isolator why, for the window, when it is named and again
     // when what it is named for changes.
-    if (d.cause == "straggler" && current.count(key) != 0) {
-      if (entry.isolated_for != IsolatedFor(d)) {
-        const NodeState& n = m.nodes[m.node_index.at(d.nodes.front())];
-        d.node_diagnoses = IsolateHeldNode(n, before_ns, now_ns);
-        entry.isolated_for = IsolatedFor(d);
-      }
-      ApplyIsolator(d);
-    }
+    if (d.cause == "straggler" && current.count(key) != 0) m.ExplainStraggler(entry, before_ns, now_ns);
     const std::string sig = Signature(d);
     if (sig == entry.reported) continue;
     entry.reported = sig;
     out.push_back(d);
   }
   std::sort(out.begin(), out.end(), [](const FleetDiagnosis& a, const FleetDiagnosis& b) { return a.id < b.id; });
+  // Measured when nodes joined, and now and then as the nodes' own bounded state changes
+  // (measuring walks every node: about as long as judging them all).
+  if (m.nodes.size() != m.measured_nodes || ++m.evaluations % 64 == 0) {
+    m.state_bytes = m.MeasureState();
+    m.measured_nodes = m.nodes.size();
+  }
   return out;
 }
 
@@ -779,19 +874,23 @@ std::string FleetAnalyzer::Snapshot() const {
     open.push_back({{"key", key},
                     {"diagnosis", entry.diagnosis},
                     {"reported", entry.reported},
-                    {"isolated_for", entry.isolated_for}});
+                    {"isolated_for", entry.isolated_for},
+                    {"own_evidence", entry.own_evidence}});
+  }
+  Json closed = Json::array();
+  for (const auto& [key, c] : m.closed) {
+    closed.push_back(
+        {{"key", key}, {"id", c.id}, {"first_ns", c.first_ns}, {"reported", c.reported}, {"closed_ns", c.closed_ns}});
   }
   const IngestStats& s = m.stats;
-  Json stats{{"envelopes", s.envelopes},
-             {"observations", s.observations},
-             {"duplicates", s.duplicates},
-             {"refused", s.refused},
-             {"records", s.records}};
+  Json stats{{"envelopes", s.envelopes}, {"observations", s.observations}, {"duplicates", s.duplicates},
+             {"refused", s.refused},     {"records", s.records},           {"names_cut", s.names_cut}};
   Json j{{"faultline_fleet_snapshot", kSnapshotVersion},
          {"stats", stats},
          {"msg_ids", m.msg_ids.ToJson()},
          {"nodes", std::move(nodes)},
-         {"open", std::move(open)}};
+         {"open", std::move(open)},
+         {"closed", std::move(closed)}};
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
@@ -813,7 +912,8 @@ Status FleetAnalyzer::Restore(std::string_view snapshot) {
                    .observations = s.at("observations").get<size_t>(),
                    .duplicates = s.at("duplicates").get<size_t>(),
                    .refused = s.at("refused").get<size_t>(),
-                   .records = s.at("records").get<size_t>()};
+                   .records = s.at("records").get<size_t>(),
+                   .names_cut = s.value("names_cut", size_t{0})};
     if (!fresh.msg_ids.FromJson(j.at("msg_ids"))) return corrupt("msg_ids");
     for (const Json& jn : j.at("nodes")) {
       NodeState n;
@@ -825,7 +925,13 @@ Status FleetAnalyzer::Restore(std::string_view snapshot) {
     for (const Json& jo : j.at("open")) {
       fresh.open.emplace(jo.at("key").get<std::string>(),
                          OpenEntry{jo.at("diagnosis").get<FleetDiagnosis>(), jo.at("reported").get<std::string>(),
-                                   jo.at("isolated_for").get<std::string>()});
+                                   jo.at("isolated_for").get<std::string>(), jo.value("own_evidence", false)});
+    }
+    // Absent from snapshots written before closed entries were kept.
+    for (const Json& jc : j.value("closed", Json::array())) {
+      fresh.closed.emplace(jc.at("key").get<std::string>(),
+                           ClosedEntry{jc.at("id").get<std::string>(), JsonInt<int64_t>(jc.at("first_ns")),
+                                       jc.at("reported").get<std::string>(), JsonInt<int64_t>(jc.at("closed_ns"))});
     }
   } catch (const std::exception& e) {
     return corrupt(e.what());
@@ -835,6 +941,8 @@ Status FleetAnalyzer::Restore(std::string_view snapshot) {
   m.nodes = std::move(fresh.nodes);
   m.node_index = std::move(fresh.node_index);
   m.open = std::move(fresh.open);
+  m.closed = std::move(fresh.closed);
+  m.state_bytes = m.MeasureState();
   // The nodes' topology pointers point into fresh's copy: point them at ours.
   for (NodeState& n : m.nodes) n.topo = m.index.Node(n.name);
   return Status::Ok();

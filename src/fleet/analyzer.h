@@ -36,6 +36,9 @@ struct AnalyzerOptions {
   int64_t window_ns = int64_t{600} * 1'000'000'000;  // sliding window of peer samples and diagnoses
   double mad_threshold = 4.0;                        // robust z = (x - median) / (1.4826 * MAD) above this ...
   double min_slowdown = 0.08;                        // ... and at least this much slower than the median
+  // ... and than jitter_factor times the job's report-to-report jitter (a job whose steps
+  // jitter by 6% names no node less than 18% slower: less is the jitter's).
+  double jitter_factor = 3.0;
   // The node's newest samples that must each be min_slowdown slower than the job's median
   // before it is named (counted in samples, not evaluations: how often Evaluate runs does
   // not change the answer). One noisy sample is never a straggler.
@@ -43,6 +46,10 @@ struct AnalyzerOptions {
   size_t min_peers = 4;             // nodes in a job before peers are compared
   size_t min_correlated_nodes = 2;  // nodes sharing a part before it is named
   size_t max_nodes = 100'000;       // state bound; envelopes from more nodes are refused
+  // State bound in bytes (ApproxStateBytes, measured at each Evaluate): past it envelopes
+  // from nodes not yet held are refused. Each node's own state is bounded by the limits
+  // below and every name and text it holds is cut (fleet/names.h).
+  size_t max_state_bytes = size_t{1} << 30;
   // Peer statistics (peers.h): samples per node in its "recent" median; the smallest
   // spread assumed (identical healthy nodes have MAD 0); the share of a job's nodes slow
   // at once that makes it the job's own phase (a checkpoint), not stragglers.
@@ -71,6 +78,7 @@ struct IngestStats {
   size_t duplicates = 0;  // envelopes or observations seen before
   size_t refused = 0;     // over a bound or unreadable (counted, never fatal)
   size_t records = 0;     // findings, diagnoses and actions taken
+  size_t names_cut = 0;   // envelopes whose node, rack or site name was over kMaxNameBytes (cut, names.h)
   bool operator==(const IngestStats&) const = default;
 };
 
@@ -95,7 +103,10 @@ class FleetAnalyzer {
   // grew is not a change; an unchanged one is not returned again.
   std::vector<FleetDiagnosis> Evaluate(int64_t now_ns);
 
-  // Every fleet diagnosis currently open, by id.
+  // Every fleet diagnosis currently open, by id. A straggler or rack closes once its nodes
+  // are calm (peers.h: back under half the slowdown that names them, persistently); one that
+  // opens again within window_ns of closing takes back its id and what was last reported,
+  // so a node that throttles on and off is one report, not one per bout.
   std::vector<FleetDiagnosis> Open() const;
 
   size_t nodes() const;             // nodes with state

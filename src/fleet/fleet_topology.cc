@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "core/json.h"
+#include "fleet/names.h"
 
 namespace faultline::fleet {
 namespace {
@@ -19,7 +20,9 @@ struct TopoLimit : std::runtime_error {
 };
 
 constexpr int kMaxDepth = 16;
-constexpr size_t kMaxName = 1024;
+// The analyzer keeps names of at most this many bytes (names.h): a longer one here could
+// never match the node's cut name on the wire.
+constexpr size_t kMaxName = kMaxNameBytes;
 
 void RequireObject(const Json& j, const std::string& where, std::initializer_list<std::string_view> allowed) {
   if (!j.is_object()) throw TopoError(where + ": expected an object");

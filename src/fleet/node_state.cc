@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "engine/detect/slowdown.h"
+#include "fleet/names.h"
 
 namespace faultline::fleet {
 
@@ -20,13 +21,20 @@ std::string AttrOr(const Observation& obs, const char* key) {
   return it == obs.attrs.end() ? std::string() : it->second;
 }
 
-WorkSeries* SeriesFor(NodeState& node, const std::string& job, ObsKind kind, const NodeLimits& limits) {
+WorkSeries* SeriesFor(NodeState& node, std::string_view job, ObsKind kind, const NodeLimits& limits) {
   for (WorkSeries& s : node.series) {
     if (s.kind == kind && s.job == job) return &s;
   }
   if (node.series.size() >= limits.max_series) return nullptr;
-  node.series.push_back({.job = job, .kind = kind, .samples = {}, .last_step = std::nullopt});
+  node.series.push_back({.job = std::string(job), .kind = kind, .samples = {}, .last_step = std::nullopt});
   return &node.series.back();
+}
+
+// A name as the state keeps it: itself when short (no copy), else its cut form in `buf`.
+std::string_view Kept(std::string_view name, std::string& buf) {
+  if (!NameTooLong(name)) return name;
+  buf = BoundName(name);
+  return buf;
 }
 
 // Several ranks of one node report the same step: the node's step is its slowest rank's.
@@ -38,7 +46,9 @@ void AddSample(WorkSeries& s, const Observation& obs, const StepSample& sample, 
     return;
   }
   s.last_step = obs.seq;
-  const PeerSample p{sample.time_ns, sample.seconds};
+  // The step lets peers be compared in the same steps (peers.h); steps past int64 are none.
+  const int64_t step = obs.seq && *obs.seq <= uint64_t{INT64_MAX} ? static_cast<int64_t>(*obs.seq) : -1;
+  const PeerSample p{sample.time_ns, sample.seconds, step};
   // Sources deliver in time order; an out-of-order sample is placed where it belongs.
   auto at = s.samples.end();
   while (at != s.samples.begin() && std::prev(at)->time_ns > p.time_ns) --at;
@@ -53,9 +63,11 @@ std::string_view AttrView(const Observation& obs, const std::string& key) {
 
 void HoldReading(NodeState& node, const Observation& obs, const NodeLimits& limits) {
   static const std::string kClockKey = "clock", kMetricKey = "metric";  // immutable: no per-call allocation
-  const std::string_view sub = AttrView(obs, obs.kind == ObsKind::kClock ? kClockKey : kMetricKey);
+  std::string sub_buf, name_buf;
+  const std::string_view sub = Kept(AttrView(obs, obs.kind == ObsKind::kClock ? kClockKey : kMetricKey), sub_buf);
+  const std::string_view name = Kept(obs.component.name, name_buf);
   for (Reading& r : node.readings) {
-    if (r.kind == obs.kind && r.type == obs.component.type && r.name == obs.component.name && r.sub == sub) {
+    if (r.kind == obs.kind && r.type == obs.component.type && r.name == name && r.sub == sub) {
       if (obs.time_ns >= r.time_ns) {
         r.time_ns = obs.time_ns;
         r.value = *obs.value;
@@ -70,13 +82,63 @@ void HoldReading(NodeState& node, const Observation& obs, const NodeLimits& limi
                            .layer = obs.layer,
                            .source = obs.source,
                            .type = obs.component.type,
-                           .name = obs.component.name,
+                           .name = std::string(name),
                            .sub = std::string(sub)});
+}
+
+constexpr size_t kMaxKeysPerMap = 16;
+constexpr size_t kMaxRuledOut = 8;
+constexpr size_t kMaxExplains = 16;
+
+void BoundMap(std::map<std::string, std::string>& m) {
+  while (m.size() > kMaxKeysPerMap) m.erase(std::prev(m.end()));
+  std::map<std::string, std::string> cut;
+  for (auto it = m.begin(); it != m.end();) {
+    if (!NameTooLong(it->first)) {
+      BoundNameInPlace(it->second);
+      ++it;
+      continue;
+    }
+    auto node = m.extract(it++);
+    cut.emplace(BoundName(node.key()), BoundName(node.mapped()));
+  }
+  m.merge(cut);
+}
+
+void BoundComponent(ComponentRef& c) {
+  BoundNameInPlace(c.name);
+  BoundMap(c.keys);
 }
 
 template <typename T>
 void CutEvidence(T& record, size_t max_evidence) {
   if (record.evidence.size() > max_evidence) record.evidence.resize(max_evidence);
+  for (Evidence& e : record.evidence) {
+    BoundNameInPlace(e.component);
+    CutText(e.text, kMaxEvidenceBytes);
+  }
+}
+
+// Every string and list of a record held, bounded: an agent is not trusted to keep them short.
+void BoundRecord(Finding& f, size_t max_evidence) {
+  BoundComponent(f.component);
+  CutText(f.summary, kMaxTextBytes);
+  BoundNameInPlace(f.key);  // an identity: cut with its hash, so two keys stay two
+  BoundMap(f.attrs);
+  CutEvidence(f, max_evidence);
+}
+
+void BoundRecord(Diagnosis& d, size_t max_evidence) {
+  BoundComponent(d.component);
+  CutText(d.summary, kMaxTextBytes);
+  CutEvidence(d, max_evidence);
+  if (d.ruled_out.size() > kMaxRuledOut) d.ruled_out.resize(kMaxRuledOut);
+  for (RuledOut& r : d.ruled_out) {
+    CutText(r.reason, kMaxEvidenceBytes);
+    CutEvidence(r, max_evidence);
+  }
+  if (d.explains.size() > kMaxExplains) d.explains.resize(kMaxExplains);
+  for (std::string& e : d.explains) BoundNameInPlace(e, 64);
 }
 
 // What makes two findings the same event as it grows (the agent re-stores a finding when it changes).
@@ -97,7 +159,9 @@ void HoldObservation(NodeState& node, const Observation& obs, const NodeLimits& 
   if (obs.kind == ObsKind::kStepTime || obs.kind == ObsKind::kThroughput) {
     auto sample = StepSampleOf(obs);
     if (!sample) return;
-    WorkSeries* s = SeriesFor(node, AttrOr(obs, "job"), obs.kind, limits);
+    static const std::string kJobKey = "job";
+    std::string job_buf;
+    WorkSeries* s = SeriesFor(node, Kept(AttrView(obs, kJobKey), job_buf), obs.kind, limits);
     if (s != nullptr) AddSample(*s, obs, *sample, limits);
     return;
   }
@@ -107,7 +171,7 @@ void HoldObservation(NodeState& node, const Observation& obs, const NodeLimits& 
 }
 
 void HoldFinding(NodeState& node, Finding finding, const NodeLimits& limits) {
-  CutEvidence(finding, limits.max_evidence);
+  BoundRecord(finding, limits.max_evidence);
   for (Finding& f : node.findings) {
     if (SameFinding(f, finding)) {
       if (finding.last_ns >= f.last_ns) f = std::move(finding);
@@ -119,8 +183,7 @@ void HoldFinding(NodeState& node, Finding finding, const NodeLimits& limits) {
 }
 
 void HoldDiagnosis(NodeState& node, int64_t row_id, Diagnosis diagnosis, const NodeLimits& limits) {
-  CutEvidence(diagnosis, limits.max_evidence);
-  for (RuledOut& r : diagnosis.ruled_out) CutEvidence(r, limits.max_evidence);
+  BoundRecord(diagnosis, limits.max_evidence);
   node.diagnoses.push_back({row_id, std::move(diagnosis)});
   // Oldest (by end) first, so the bound drops the stalest.
   std::stable_sort(node.diagnoses.begin(), node.diagnoses.end(), [](const HeldDiagnosis& a, const HeldDiagnosis& b) {
@@ -168,24 +231,40 @@ namespace {
 
 size_t StringBytes(const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 : 0; }
 
+size_t MapBytes(const std::map<std::string, std::string>& m) {
+  size_t n = m.size() * 96;  // a tree node holding two strings
+  for (const auto& [k, v] : m) n += StringBytes(k) + StringBytes(v);
+  return n;
+}
+
+size_t EvidenceBytes(const std::vector<Evidence>& evidence) {
+  size_t n = evidence.capacity() * sizeof(Evidence);
+  for (const Evidence& e : evidence) n += StringBytes(e.text) + StringBytes(e.component);
+  return n;
+}
+
+size_t ComponentBytes(const ComponentRef& c) { return StringBytes(c.name) + MapBytes(c.keys); }
+
 size_t RecordBytes(const Finding& f) {
-  size_t n = sizeof(Finding) + StringBytes(f.summary) + StringBytes(f.key) + f.evidence.capacity() * sizeof(Evidence);
-  for (const Evidence& e : f.evidence) n += StringBytes(e.text) + StringBytes(e.component);
-  return n + f.attrs.size() * 96;
+  return sizeof(Finding) + ComponentBytes(f.component) + StringBytes(f.summary) + StringBytes(f.key) +
+         EvidenceBytes(f.evidence) + MapBytes(f.attrs);
 }
 
 size_t RecordBytes(const Diagnosis& d) {
-  size_t n = sizeof(Diagnosis) + StringBytes(d.summary) + d.evidence.capacity() * sizeof(Evidence);
-  for (const Evidence& e : d.evidence) n += StringBytes(e.text) + StringBytes(e.component);
-  return n + d.ruled_out.size() * (sizeof(RuledOut) + 4 * sizeof(Evidence)) + d.explains.size() * 48;
+  size_t n = sizeof(HeldDiagnosis) + ComponentBytes(d.component) + StringBytes(d.summary) + EvidenceBytes(d.evidence);
+  n += d.ruled_out.capacity() * sizeof(RuledOut) + d.explains.capacity() * sizeof(std::string);
+  for (const RuledOut& r : d.ruled_out) n += StringBytes(r.reason) + EvidenceBytes(r.evidence);
+  for (const std::string& e : d.explains) n += StringBytes(e);
+  return n;
 }
 
 }  // namespace
 
 size_t ApproxBytes(const NodeState& node) {
-  size_t n = sizeof(NodeState) + StringBytes(node.name) + StringBytes(node.place.site) + StringBytes(node.place.rack);
-  for (const WorkSeries& s : node.series)
-    n += sizeof(WorkSeries) + StringBytes(s.job) + s.samples.size() * sizeof(PeerSample);
+  size_t n = sizeof(NodeState) + StringBytes(node.name) + StringBytes(node.place.site) + StringBytes(node.place.rack) +
+             StringBytes(node.place.node);
+  n += node.series.capacity() * sizeof(WorkSeries);
+  for (const WorkSeries& s : node.series) n += StringBytes(s.job) + s.samples.size() * sizeof(PeerSample);
   n += node.readings.capacity() * sizeof(Reading);
   for (const Reading& r : node.readings) n += StringBytes(r.name) + StringBytes(r.sub);
   for (const Finding& f : node.findings) n += RecordBytes(f);
@@ -197,7 +276,10 @@ Json ToJson(const NodeState& node) {
   Json series = Json::array();
   for (const WorkSeries& s : node.series) {
     Json samples = Json::array();
-    for (const PeerSample& p : s.samples) samples.push_back(Json::array({p.time_ns, p.seconds}));
+    for (const PeerSample& p : s.samples) {
+      samples.push_back(p.step >= 0 ? Json::array({p.time_ns, p.seconds, p.step})
+                                    : Json::array({p.time_ns, p.seconds}));
+    }
     Json js{{"job", s.job}, {"kind", ToString(s.kind)}, {"samples", samples}};
     if (s.last_step) js["last_step"] = *s.last_step;
     series.push_back(std::move(js));
@@ -243,7 +325,10 @@ bool FromJson(const Json& j, NodeState& node) {
                    .kind = EnumOf(js.at("kind"), &ParseObsKind),
                    .samples = {},
                    .last_step = std::nullopt};
-      for (const Json& p : js.at("samples")) s.samples.push_back({JsonInt<int64_t>(p.at(0)), p.at(1).get<double>()});
+      for (const Json& p : js.at("samples")) {
+        s.samples.push_back(
+            {JsonInt<int64_t>(p.at(0)), p.at(1).get<double>(), p.size() > 2 ? JsonInt<int64_t>(p.at(2)) : -1});
+      }
       if (js.contains("last_step")) s.last_step = JsonInt<uint64_t>(js.at("last_step"));
       node.series.push_back(std::move(s));
     }

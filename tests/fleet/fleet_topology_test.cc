@@ -112,6 +112,14 @@ TEST(FleetTopologyParse, HostileSizesAreRefused) {
   auto long_name = ParseFleetTopology(R"({"nodes": [{"name": ")" + std::string(5000, 'x') + "\"}]}");
   ASSERT_FALSE(long_name.ok());
   EXPECT_EQ(long_name.status().code(), StatusCode::kCorrupt);
+  // Names are as long as the analyzer keeps them (fleet/names.h: 256 bytes), no longer:
+  // a longer one could never match the cut name a node publishes.
+  auto name_of = [](size_t n) { return R"({"nodes": [{"name": "n", "pdu": ")" + std::string(n, 'p') + "\"}]}"; };
+  EXPECT_TRUE(ParseFleetTopology(name_of(256)).ok());
+  auto over = ParseFleetTopology(name_of(257));
+  ASSERT_FALSE(over.ok());
+  EXPECT_NE(over.status().message().find("nodes[0].pdu: longer than 256"), std::string::npos)
+      << over.status().message();
 }
 
 TEST(FleetTopologyParse, TenThousandNodes) {

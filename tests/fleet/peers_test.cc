@@ -61,31 +61,101 @@ TEST(PeerStats, TooFewPeersAreNotJudged) {
   EXPECT_FALSE(JudgePeers(g, {}).judged);
 }
 
-TEST(PeerStats, PersistenceCountsTheNewestSlowSamples) {
+TEST(PeerStats, PersistenceIsOfTheVerdictOverReportPeriods) {
   std::vector<PeerSeries> g;
   for (size_t i = 0; i < 6; ++i) g.push_back({i, Flat(1.0, 10)});
-  // Slow for the last two samples only: its recent median (of 5) is not slow yet.
-  g[0].samples[8].seconds = g[0].samples[9].seconds = 1.5;
+  // Slow for the last three samples: its recent median (of 5) is slow at the newest only.
+  for (size_t k = 7; k < 10; ++k) g[0].samples[k].seconds = 1.5;
   GroupVerdict v = JudgePeers(g, {});
-  EXPECT_EQ(v.nodes[0].slow_run, 2);
-  EXPECT_FALSE(v.nodes[0].slow);
-  g[0].samples[7].seconds = 1.5;
-  v = JudgePeers(g, {});
   EXPECT_EQ(v.nodes[0].slow_run, 3);
+  EXPECT_FALSE(v.nodes[0].slow);
+  // Five: the verdict has held at each of the newest three (persistence) samples.
+  g[0].samples[5].seconds = g[0].samples[6].seconds = 1.5;
+  v = JudgePeers(g, {});
+  EXPECT_EQ(v.nodes[0].slow_run, 5);
   EXPECT_TRUE(v.nodes[0].slow);
-  EXPECT_EQ(v.nodes[0].slow_since_ns, 7);
+  EXPECT_EQ(v.nodes[0].slow_since_ns, 5);
+  // Four of the last five, the newest one not: not (yet, again) slow.
+  g[0].samples[9].seconds = 1.0;
+  EXPECT_FALSE(JudgePeers(g, {}).nodes[0].slow);
 }
 
-TEST(PeerStats, EveryNodeSlowerAtOnceIsAPhase) {
+TEST(PeerStats, NodesReportingAPhaseFirstAreComparedWithPeersInTheSameSteps) {
+  // The job enters a checkpoint; three nodes' reports fall in it two samples before the
+  // others' (their report times, not their speed). Against their peers at the same time
+  // they are slow only while the others have not reported yet: nobody is named.
   std::vector<PeerSeries> g;
   for (size_t i = 0; i < 8; ++i) {
     g.push_back({i, Flat(1.0, 10)});
-    // The newest samples slow on most nodes (entering a checkpoint), a few nodes ahead.
     for (size_t k = (i < 3 ? 7 : 9); k < 10; ++k) g.back().samples[k].seconds = 3.0;
   }
   const GroupVerdict v = JudgePeers(g, {});
-  EXPECT_TRUE(v.in_phase);
-  for (const PeerVerdict& p : v.nodes) EXPECT_FALSE(p.slow);
+  ASSERT_TRUE(v.judged);
+  EXPECT_FALSE(v.in_phase);
+  for (const PeerVerdict& p : v.nodes) {
+    EXPECT_FALSE(p.slow) << p.node;
+    EXPECT_EQ(p.slow_run, 0) << p.node;  // the newest sample is the job's pace again
+  }
+}
+
+TEST(PeerStats, SlowdownIsAgainstThePeersInTheSameSteps) {
+  // Reports staggered in time; a checkpoint (3x) covers the newest samples of some nodes
+  // and not yet of others. Node 2 is 35% slower throughout: 35%, whatever the pause.
+  std::vector<PeerSeries> g;
+  for (size_t i = 0; i < 8; ++i) {
+    PeerSeries s{i, {}};
+    for (int k = 0; k < 12; ++k) {
+      const int64_t t = k * 100 + static_cast<int64_t>(i) * 12;  // period 100, offsets 0..84
+      const double pause = t >= 1000 && t < 1160 ? 3.0 : 1.0;
+      s.samples.push_back({t, (i == 2 ? 1.35 : 1.0) * pause * (1 + 0.002 * static_cast<double>(i))});
+    }
+    g.push_back(std::move(s));
+  }
+  const GroupVerdict v = JudgePeers(g, {});
+  ASSERT_TRUE(v.judged);
+  EXPECT_NEAR(v.nodes[2].slowdown, 0.35, 0.02);
+  EXPECT_TRUE(v.nodes[2].slow);
+  for (const PeerVerdict& p : v.nodes) EXPECT_EQ(p.slow, p.node == 2) << p.node << " " << p.recent;
+}
+
+TEST(PeerStats, JitterRaisesTheSlowdownThatNamesANode) {
+  // Reports jitter by +-10% (uniform; 1.4826 MAD ~7%): a node must be about three jitters
+  // slower to be named.
+  std::vector<PeerSeries> g;
+  for (size_t i = 0; i < 16; ++i) {
+    PeerSeries s{i, {}};
+    for (int k = 0; k < 12; ++k) {
+      const double noise = 1 + testing::Jitter("n" + std::to_string(i), k, 0.1);  // uniform +-10%: sd 5.8%
+      s.samples.push_back({k * 10, (i == 5 ? 1.12 : i == 9 ? 1.4 : 1.0) * noise});
+    }
+    g.push_back(std::move(s));
+  }
+  const GroupVerdict v = JudgePeers(g, {});
+  ASSERT_TRUE(v.judged);
+  EXPECT_GT(v.jitter, 0.04);
+  EXPECT_LT(v.jitter, 0.09);
+  EXPECT_NEAR(v.min_slowdown, 3 * v.jitter, 1e-12);
+  EXPECT_FALSE(v.nodes[5].slow);  // 12%: within the jitter's reach
+  EXPECT_TRUE(v.nodes[9].slow);   // 40%: not
+}
+
+TEST(PeerStats, CalmNeedsHalfTheSlowdownPersistently) {
+  std::vector<PeerSeries> g;
+  for (size_t i = 0; i < 6; ++i) g.push_back({i, Flat(1.0, 10)});
+  for (int k = 0; k < 10; ++k) g[0].samples[static_cast<size_t>(k)].seconds = 1.3;
+  // Back to 1.05 for the newest two: no longer slow, not calm yet (one more 1.3 in view).
+  g[0].samples[8].seconds = g[0].samples[9].seconds = 1.05;
+  GroupVerdict v = JudgePeers(g, {});
+  EXPECT_FALSE(v.nodes[0].slow);
+  EXPECT_FALSE(v.nodes[0].calm);
+  g[0].samples[7].seconds = 1.05;
+  g[0].samples[6].seconds = g[0].samples[5].seconds = 1.05;
+  v = JudgePeers(g, {});
+  EXPECT_FALSE(v.nodes[0].calm);  // 5% over: above half the 8% that names a node
+  for (size_t k = 5; k < 10; ++k) g[0].samples[k].seconds = 1.02;
+  v = JudgePeers(g, {});
+  EXPECT_TRUE(v.nodes[0].calm);
+  EXPECT_TRUE(v.nodes[1].calm);
 }
 
 TEST(PeerStats, SlowGpuIsTheLowestAgainstNodeAndPeers) {
@@ -178,8 +248,10 @@ TEST_F(PeerAnalyzerTest, StragglerTakesItsIsolatorsCause) {
 TEST_F(PeerAnalyzerTest, NamedAfterPersistenceSamplesNotBefore) {
   stream.slowdown = [](const std::string& n, int step) { return n == "r0-n3" && step >= 20 ? 1.4 : 1.0; };
   FleetAnalyzer a(topo);
-  EXPECT_TRUE(Feed(a, stream, 0, 22).empty());  // slow samples at 20, 21: two
-  const auto out = Feed(a, stream, 22, 23);     // the third
+  // Slow at 20..23: four samples. The recent median (of 5) turns slow at the third, and
+  // must stay so for `persistence` (3) samples.
+  EXPECT_TRUE(Feed(a, stream, 0, 24).empty());
+  const auto out = Feed(a, stream, 24, 25);  // the fifth
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].component, "node/r0-n3");  // clocks all equal: no GPU named
 }
@@ -209,14 +281,15 @@ TEST_F(PeerAnalyzerTest, CheckpointPhaseIsNotAStraggler) {
   };
   FleetAnalyzer a(topo);
   EXPECT_TRUE(Feed(a, stream, 0, 60).empty());
-  // The phase guard is what keeps the half that enters first from being named.
+  // Comparing each step with the peers' same steps is what keeps the quarter that enters
+  // first from being named: without the phase guard and the rack rule, still nobody.
   JobStream again = stream;
   again.rows.clear();
   AnalyzerOptions no_guard;
   no_guard.phase_fraction = 1.0;
-  no_guard.min_rack_nodes = 1000;  // nor the rack rule, which holds nodes back too
+  no_guard.min_rack_nodes = 1000;
   FleetAnalyzer b(topo, no_guard);
-  EXPECT_FALSE(Feed(b, again, 0, 60).empty());
+  EXPECT_TRUE(Feed(b, again, 0, 60).empty());
 }
 
 TEST_F(PeerAnalyzerTest, WholeRackSlowIsOneRackDiagnosis) {

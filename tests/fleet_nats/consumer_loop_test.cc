@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 
+#include "envelopes.h"
 #include "nats_server.h"
 
 namespace faultline::fleet::nats {
@@ -46,24 +47,7 @@ FleetTopology Topology() {
 
 // A node's own diagnosis of a power problem (what its isolator stores).
 Envelope PowerDiagnosis(const std::string& node, int64_t row_id, int64_t t) {
-  Envelope e;
-  e.kind = RecordKind::kDiagnosis;
-  e.place = {"lab", node <= "n4" ? "r1" : "r2", node};
-  e.row_id = row_id;
-  e.msg_id = node + "/diagnosis/" + std::to_string(row_id);
-  e.sent_ns = t;
-  Diagnosis d;
-  d.fault_class = FaultClass::kPowerSupply;
-  d.layer = Layer::kOob;
-  d.component = ComponentRef{ComponentType::kPsu, "1", {}};
-  d.action = Action::kRma;
-  d.severity = Severity::kCritical;
-  d.confidence = 0.9;
-  d.first_ns = t;
-  d.last_ns = t + 5 * kSec;
-  d.summary = "PSU 1 input lost";
-  e.diagnosis = d;
-  return e;
+  return testing::PowerDiagnosisAt({"lab", node <= "n4" ? "r1" : "r2", node}, row_id, t);
 }
 
 // A batch of a node's readings (nothing wrong with them).

@@ -7,6 +7,7 @@
 #include "actions/fleet_actor.h"
 #include "fleet/nats/consumer_loop.h"
 #include "fleet/nats/ticket_ledger.h"
+#include "envelopes.h"
 #include "nats_server.h"
 
 namespace faultline::fleet::nats {
@@ -123,23 +124,7 @@ TEST_F(TicketsTest, ARackThatTurnsOutToBeItsPduStaysOneTicketAcrossARestart) {
 
 // A node's own power diagnosis, as its agent publishes it.
 Envelope PowerDiagnosis(const std::string& node, int64_t row_id, int64_t t) {
-  Envelope e;
-  e.kind = RecordKind::kDiagnosis;
-  e.place = {"lab", "r1", node};
-  e.row_id = row_id;
-  e.msg_id = node + "/diagnosis/" + std::to_string(row_id);
-  e.sent_ns = t;
-  Diagnosis d;
-  d.fault_class = FaultClass::kPowerSupply;
-  d.layer = Layer::kOob;
-  d.component = ComponentRef{ComponentType::kPsu, "1", {}};
-  d.action = Action::kRma;
-  d.severity = Severity::kCritical;
-  d.confidence = 0.9;
-  d.first_ns = t;
-  d.last_ns = t + 5 * kSec;
-  e.diagnosis = d;
-  return e;
+  return testing::PowerDiagnosisAt({"lab", "r1", node}, row_id, t);
 }
 
 FleetTopology ThreeOnOnePdu() {

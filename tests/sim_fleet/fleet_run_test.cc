@@ -1,5 +1,6 @@
 // Every scenario of scenarios/fleet run through the in-process fleet analyzer scores its
-// truth: the straggler (node and GPU) or the shared cause named, nothing false.
+// truth: the straggler (node, GPU and class, one report) or the shared cause named,
+// nothing false.
 #include "sim/fleet/fleet_run.h"
 
 #include <gtest/gtest.h>
@@ -37,6 +38,11 @@ TEST_P(FleetScenarioRun, ScoresItsTruth) {
     EXPECT_TRUE(v.found) << v.truth.node;
     EXPECT_TRUE(v.gpu_right) << v.truth.node;
     EXPECT_GE(v.named_s, v.truth.start_s) << v.truth.node;  // not before it began
+    // Its class is its own evidence's: a hot GPU's node says gpu_thermal; a node slow with
+    // no hardware cause is the workload's. And it is one report, never closed and reopened.
+    EXPECT_EQ(v.fault_class, v.truth.gpu >= 0 ? FaultClass::kGpuThermal : FaultClass::kWorkloadImbalance)
+        << v.truth.node;
+    EXPECT_EQ(v.reports, 1u) << v.truth.node << Describe(*r);
   }
   for (const CauseVerdict& v : r->score.causes) {
     EXPECT_TRUE(v.found) << v.truth.cause;
@@ -52,7 +58,8 @@ TEST_P(FleetScenarioRun, ScoresItsTruth) {
 INSTANTIATE_TEST_SUITE_P(Files, FleetScenarioRun,
                          testing::Values("straggler-gpu.yaml", "cable-between-nodes.yaml", "pdu-sag-rack.yaml",
                                          "leaf-switch.yaml", "driver-rollout.yaml", "rack-slow-cooling-loop.yaml",
-                                         "healthy-checkpoints.yaml"),
+                                         "healthy-checkpoints.yaml", "healthy-pauses.yaml",
+                                         "straggler-amid-pauses.yaml"),
                          [](const testing::TestParamInfo<const char*>& info) {
                            std::string n = info.param;
                            n = n.substr(0, n.find('.'));

@@ -236,7 +236,8 @@ TEST(FleetScenarioParse, HostileInputIsBounded) {
 TEST(FleetScenarioParse, EveryShippedScenarioParses) {
   const std::string dir = std::string(FAULTLINE_SOURCE_DIR) + "/scenarios/fleet/";
   for (const char* name : {"straggler-gpu.yaml", "cable-between-nodes.yaml", "pdu-sag-rack.yaml", "leaf-switch.yaml",
-                           "driver-rollout.yaml", "rack-slow-cooling-loop.yaml", "healthy-checkpoints.yaml"}) {
+                           "driver-rollout.yaml", "rack-slow-cooling-loop.yaml", "healthy-checkpoints.yaml",
+                           "healthy-pauses.yaml", "straggler-amid-pauses.yaml"}) {
     auto sc = LoadFleetScenario(dir + name);
     EXPECT_TRUE(sc.ok()) << name << ": " << sc.status().ToString();
   }

@@ -194,7 +194,8 @@ TEST(FleetSim, NodeDiagnosesOnExactlyTheNodesAFaultReaches) {
 // Truth files agree with what the faults and the physics imply.
 TEST(FleetSim, ShippedTruthsAgreeWithTheFaults) {
   for (const char* name : {"straggler-gpu.yaml", "cable-between-nodes.yaml", "pdu-sag-rack.yaml", "leaf-switch.yaml",
-                           "driver-rollout.yaml", "rack-slow-cooling-loop.yaml", "healthy-checkpoints.yaml"}) {
+                           "driver-rollout.yaml", "rack-slow-cooling-loop.yaml", "healthy-checkpoints.yaml",
+                           "healthy-pauses.yaml", "straggler-amid-pauses.yaml"}) {
     SCOPED_TRACE(name);
     const FleetScenario sc = Load(name);
     const FleetTruth derived = DeriveFleetTruth(sc);

@@ -95,7 +95,7 @@ TEST_F(SimFleetCli, BadInputIsAUsageErrorNamingThePlace) {
 }
 
 TEST_F(SimFleetCli, BenchReportsEveryFigure) {
-  RunResult r = Sim("bench fleet --nodes 64 --duration 600 --json");
+  RunResult r = Sim("bench fleet --nodes 64 --duration 600 --pause-seeds 1 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << r.out;
@@ -110,6 +110,16 @@ TEST_F(SimFleetCli, BenchReportsEveryFigure) {
   }
   EXPECT_GT(j["peak_rss_mib"].get<double>(), 0);
   EXPECT_GT(j["analyzer_cpu_s"].get<double>(), 0);
+  // Fleets with whole-job pauses and jitter: one healthy, one with three stragglers.
+  const auto& p = j["pause_fleets"];
+  EXPECT_EQ(p["seeds"], 1);
+  EXPECT_EQ(p["nodes_per_fleet"], 128);
+  EXPECT_EQ(p["healthy"]["fleets"], 1);
+  EXPECT_EQ(p["stragglers"]["truth"], 3);
+  for (const char* k : {"precision", "recall"}) {
+    EXPECT_GE(p["stragglers"][k].get<double>(), 0.0) << k;
+    EXPECT_LE(p["stragglers"][k].get<double>(), 1.0) << k;
+  }
   EXPECT_EQ(Sim("bench fleet --nodes 3").exit_code, 2);  // below the smallest fleet
 }
 

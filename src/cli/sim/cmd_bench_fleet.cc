@@ -4,7 +4,9 @@
 // slowdown's start (and from its first evidence reaching the analyzer) to the slow node
 // being named, precision / recall / F1 of slow-node detection, correlation accuracy on
 // shared causes, the analyzer's CPU and the process's peak RSS; with --nats, the same
-// envelopes published to JetStream and consumed into a second analyzer.
+// envelopes published to JetStream and consumed into a second analyzer. Then the same
+// slow-node figures on 128-node fleets whose jobs checkpoint, evaluate, stall on data and
+// jitter by 2-6% (sim/fleet/pause_bench.h), over --pause-seeds seeds.
 // docs/fleet.md and docs/scenarios.md "Fleet scenarios" hold measured figures.
 #include <sys/resource.h>
 
@@ -15,11 +17,13 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "cli/sim/sim_commands.h"
 #include "sim/fleet/fleet_bench.h"
 #include "sim/fleet/fleet_run.h"
+#include "sim/fleet/pause_bench.h"
 #ifdef FAULTLINE_SIM_FLEET_NATS
 #include "sim/fleet/fleet_nats.h"
 #include "sim/fleet/nats_server.h"
@@ -38,6 +42,7 @@ struct BenchFleetArgs {
   bool nats_no_kv = false;  // consume acking at once, without the KV snapshots
   size_t nats_pack_bytes = 64 << 10;  // the agents' envelopes packed up to this (0: as the agents batch them)
   double nats_pack_hold = -1;         // scenario seconds an agent may hold rows; < 0: 1 s at the target rate
+  size_t pause_seeds = 20;            // pause fleets (healthy and with stragglers) per run; 0 = none
   bool json = false;
 };
 
@@ -83,6 +88,44 @@ std::string Fixed(double v, int digits) {
   std::ostringstream os;
   os << std::fixed << std::setprecision(digits) << v;
   return os.str();
+}
+
+Json PauseFleetsJson(const sim::PauseBenchResult& p) {
+  return {{"seeds", p.fleets / 2},
+          {"nodes_per_fleet", p.nodes_per_fleet},
+          {"jitter", {{"min", p.healthy_jitter_min}, {"max", p.healthy_jitter_max}}},
+          {"healthy",
+           {{"fleets", p.healthy_fleets},
+            {"clean", p.healthy_clean},
+            {"false_stragglers", p.healthy_false_stragglers},
+            {"false_causes", p.healthy_false_causes}}},
+          {"stragglers",
+           {{"truth", p.truth},
+            {"true_positives", p.true_positives},
+            {"false_positives", p.false_positives},
+            {"false_negatives", p.false_negatives},
+            {"precision", p.precision},
+            {"recall", p.recall},
+            {"class_right", p.class_right},
+            {"gpu_right", p.gpu_right},
+            {"gpu_found", p.gpu_truth},
+            {"reopened", p.reopened},
+            {"false_causes", p.false_causes}}},
+          {"false", p.false_named},
+          {"wall_s", p.wall_s}};
+}
+
+void PrintPauseFleets(const sim::PauseBenchResult& p) {
+  std::cout << "pause fleets (" << p.fleets / 2 << " seeds of " << p.nodes_per_fleet
+            << " nodes; checkpoints, evaluation passes, data stalls, jitter " << Fixed(100 * p.healthy_jitter_min, 1)
+            << "-" << Fixed(100 * p.healthy_jitter_max, 1) << "%): healthy: " << p.healthy_clean << "/"
+            << p.healthy_fleets << " named nothing (" << p.healthy_false_stragglers << " false stragglers, "
+            << p.healthy_false_causes << " false causes); with stragglers: " << p.truth << " true, " << p.true_positives
+            << " found, " << p.false_positives << " false: precision " << Fixed(p.precision, 3) << ", recall "
+            << Fixed(p.recall, 3) << "; class right " << p.class_right << "/" << p.true_positives << ", GPU right "
+            << p.gpu_right << "/" << p.gpu_truth << ", reopened " << p.reopened << " (" << Fixed(p.wall_s, 1)
+            << " s)\n";
+  for (size_t i = 0; i < p.false_named.size() && i < 10; ++i) std::cout << "  FALSE " << p.false_named[i] << "\n";
 }
 
 int RunBenchFleet(const BenchFleetArgs& a) {
@@ -273,6 +316,11 @@ int RunBenchFleet(const BenchFleetArgs& a) {
 #endif
   }
 
+  std::optional<sim::PauseBenchResult> pauses;
+  if (a.pause_seeds > 0) {
+    pauses = sim::RunPauseBench(a.pause_seeds, a.seed);
+    j["pause_fleets"] = PauseFleetsJson(*pauses);
+  }
   if (a.json) {
     std::cout << j.dump(2) << "\n";
     return kExitOk;
@@ -296,7 +344,8 @@ int RunBenchFleet(const BenchFleetArgs& a) {
             << "precision counting only the others " << Fixed(precision_unexplained, 3) << ")\n"
             << "  named after the slowdown began: median " << Fixed(start.median, 1) << " s, max "
             << Fixed(start.max, 1) << " s; after its first evidence arrived: median " << Fixed(evid.median, 1)
-            << " s, max " << Fixed(evid.max, 1) << " s; after the " << fleet::AnalyzerOptions{}.persistence
+            << " s, max " << Fixed(evid.max, 1) << " s; after the "
+            << (fleet::AnalyzerOptions{}.recent_samples + 1) / 2 + fleet::AnalyzerOptions{}.persistence - 1
             << " slowed reports the analyzer's persistence needs had arrived: median " << Fixed(evid_k.median, 1)
             << " s, max " << Fixed(evid_k.max, 1) << " s (scenario clock, evaluation every "
             << Fixed(sc.agent.evaluate_s, 1) << " s)\n"
@@ -310,6 +359,7 @@ int RunBenchFleet(const BenchFleetArgs& a) {
   for (size_t i = 0; i < s.false_stragglers.size() && i < 10; ++i) {
     std::cout << "  FALSE straggler " << s.false_stragglers[i] << "\n";
   }
+  if (pauses) PrintPauseFleets(*pauses);
   std::cout << "analyzer CPU (decode + ingest + evaluate): " << Fixed(tm.analyzer_cpu_s, 2) << " s; simulation "
             << Fixed(tm.generate_s, 2) << " s, encode " << Fixed(tm.encode_s, 2) << " s; peak RSS "
             << Fixed(j["peak_rss_mib"].get<double>(), 0) << " MiB (" << Fixed(rss_before, 0)
@@ -357,6 +407,11 @@ void AddBenchFleetCommand(CliApp& app) {
   cmd->add_option("--nats-pack-hold", args->nats_pack_hold,
                   "With --nats: scenario seconds an agent may hold rows for packing (default: its 1 s hold in a "
                   "fleet producing 1 M observations/s, i.e. 1e6 / this fleet's observations per second)");
+  cmd->add_option("--pause-seeds", args->pause_seeds,
+                  "Also run this many seeds of 128-node fleets whose jobs checkpoint, evaluate, stall on data and "
+                  "jitter by 2-6% (each seed: one healthy fleet, one with 3 stragglers): slow-node precision/recall "
+                  "where pauses are the job's (default 20; 0 = none)")
+      ->check(CLI::Range(size_t{0}, size_t{1000}));
   cmd->add_flag("--json", args->json, "The figures as JSON");
   cmd->callback([&app, args] { app.exit_code = RunBenchFleet(*args); });
 }

@@ -41,7 +41,10 @@ Result<FleetRunResult> RunFleetScenario(const FleetScenario& scenario, const Fle
   std::vector<double> evidence(scenario.truth.stragglers.size(), -1);
   std::vector<double> evidence_k(scenario.truth.stragglers.size(), -1);
   std::vector<int> slowed_reports(scenario.truth.stragglers.size(), 0);
-  const int k_needed = std::max(1, options.analyzer.persistence);
+  // The slowed reports before the analyzer can name a node (fleet/peers.h): its recent
+  // median turns slow at the (recent / 2 + 1)-th, and must stay so `persistence` reports.
+  const int k_needed = static_cast<int>(std::max<size_t>(options.analyzer.recent_samples, 1) + 1) / 2 +
+                       std::max(1, options.analyzer.persistence) - 1;
   std::unordered_map<std::string, size_t> timeline_index;  // id -> position in res.timeline
   std::map<std::string, size_t> index_of_id;
 
@@ -99,6 +102,7 @@ Result<FleetRunResult> RunFleetScenario(const FleetScenario& scenario, const Fle
       light.diagnosis.id = d.id;
       light.diagnosis.cause = d.cause;
       light.diagnosis.component = d.component;
+      light.diagnosis.fault_class = d.fault_class;
       light.diagnosis.nodes = d.nodes;
       res.returns.push_back(std::move(light));
       auto [it, is_new] = timeline_index.emplace(d.id, res.timeline.size());

@@ -44,8 +44,8 @@ struct FleetTimings {
 
 struct FleetRunResult {
   std::vector<TimedFleetDiagnosis> timeline;  // in order of first appearance, latest version
-  // Every return of Evaluate (new or changed), in time order, with cause, component and
-  // nodes only (what scoring reads).
+  // Every return of Evaluate (new or changed), in time order, with id, cause, component,
+  // class and nodes only (what scoring reads).
   std::vector<TimedFleetDiagnosis> returns;
   std::vector<fleet::FleetDiagnosis> open;  // Open() at the end
   fleet::IngestStats ingest;

@@ -346,8 +346,26 @@ Status ParseJobs(const Json& list, FleetScenario& sc, const Index& ix) {
     const std::string w = "jobs[" + std::to_string(i) + "]";
     const Json& j = list[i];
     FL_TRY(CheckKeys(j, w,
-                     {"name", "nodes", "racks", "first", "count", "step_s", "noise", "node_spread", "checkpoint_every",
-                      "checkpoint_steps", "checkpoint_factor", "samples_per_step", "start_s", "end_s"}));
+                     {"name",
+                      "nodes",
+                      "racks",
+                      "first",
+                      "count",
+                      "step_s",
+                      "noise",
+                      "node_spread",
+                      "checkpoint_every",
+                      "checkpoint_steps",
+                      "checkpoint_factor",
+                      "eval_every",
+                      "eval_steps",
+                      "eval_factor",
+                      "stall_every_s",
+                      "stall_s",
+                      "stall_factor",
+                      "samples_per_step",
+                      "start_s",
+                      "end_s"}));
     FleetJob job;
     FL_TRY(ReadName(j, "name", w, job.name));
     if (job.name.empty()) return ScenarioError(w + ".name", "required");
@@ -359,6 +377,13 @@ Status ParseJobs(const Json& list, FleetScenario& sc, const Index& ix) {
     FL_TRY(ReadInt(j, "checkpoint_every", w, 0, 10'000'000, job.checkpoint_every));
     FL_TRY(ReadInt(j, "checkpoint_steps", w, 1, 100000, job.checkpoint_steps));
     FL_TRY(ReadNumber(j, "checkpoint_factor", w, 1, 100, job.checkpoint_factor));
+    FL_TRY(ReadInt(j, "eval_every", w, 0, 10'000'000, job.eval_every));
+    FL_TRY(ReadInt(j, "eval_steps", w, 1, 100000, job.eval_steps));
+    FL_TRY(ReadNumber(j, "eval_factor", w, 1, 100, job.eval_factor));
+    FL_TRY(ReadNumber(j, "stall_every_s", w, 0, kMaxDurationS, job.stall_every_s));
+    FL_TRY(ReadNumber(j, "stall_s", w, 0.1, 3600, job.stall_s));
+    FL_TRY(ReadNumber(j, "stall_factor", w, 1, 100, job.stall_factor));
+    if (job.stall_every_s > 0 && job.stall_every_s < 1) return ScenarioError(w + ".stall_every_s", "below 1 s");
     FL_TRY(ReadNumber(j, "samples_per_step", w, 1, 1e9, job.samples_per_step));
     FL_TRY(ReadNumber(j, "start_s", w, 0, kMaxDurationS, job.start_s));
     double end = -1;

@@ -50,9 +50,12 @@ struct FleetShape {
 };
 
 // A job spanning nodes: synchronous data-parallel training. Each node reports its own
-// compute time per step (what peers are compared on); a checkpoint every
-// `checkpoint_every` steps slows the whole job by `checkpoint_factor` for
-// `checkpoint_steps` steps.
+// compute time per step (what peers are compared on). Pauses the whole job shares slow
+// every rank alike: a checkpoint every `checkpoint_every` steps (`checkpoint_steps` steps
+// at `checkpoint_factor`), an evaluation pass every `eval_every` steps (`eval_steps` at
+// `eval_factor`; a checkpoint step wins), and data stalls (the input pipeline starving
+// every rank) on average every `stall_every_s` seconds (exponential gaps drawn from the
+// scenario's seed), `stall_s` long at `stall_factor`.
 struct FleetJob {
   std::string name;
   std::vector<std::string> nodes;
@@ -62,6 +65,12 @@ struct FleetJob {
   int checkpoint_every = 0;   // steps; 0 = never
   int checkpoint_steps = 3;
   double checkpoint_factor = 4.0;
+  int eval_every = 0;  // steps; 0 = never
+  int eval_steps = 2;
+  double eval_factor = 2.0;
+  double stall_every_s = 0;  // mean seconds between data stalls; 0 = never
+  double stall_s = 8;
+  double stall_factor = 3.0;
   double samples_per_step = 512;  // per node (throughput = samples / step time)
   double start_s = 0;
   std::optional<double> end_s;

@@ -60,6 +60,7 @@ FleetScore ScoreFleet(const FleetTruth& truth, const std::vector<TimedFleetDiagn
     shared_nodes.insert(c.nodes.begin(), c.nodes.end());
   }
   std::set<std::string> false_nodes, false_causes;
+  std::vector<std::set<std::string>> straggler_ids(s.stragglers.size());
   for (const TimedFleetDiagnosis& td : returns) {
     const fleet::FleetDiagnosis& d = td.diagnosis;
     if (d.cause == "straggler") {
@@ -79,6 +80,9 @@ FleetScore ScoreFleet(const FleetTruth& truth, const std::vector<TimedFleetDiagn
         v.named_s = td.t;
         v.gpu_right = v.truth.gpu < 0 || StragglerGpu(d) == v.truth.gpu;
       }
+      v.fault_class = d.fault_class;
+      straggler_ids[it->second].insert(d.id);
+      v.reports = straggler_ids[it->second].size();
       continue;
     }
     bool matched = false, early = false;

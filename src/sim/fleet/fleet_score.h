@@ -23,7 +23,9 @@ struct StragglerVerdict {
   bool gpu_right = false;   // the named GPU is the truth's (or the truth names none)
   double named_s = 0;       // first named (at or after the start)
   double evidence_s = 0;    // the first slowed step report reached the analyzer
-  double evidence_k_s = 0;  // the k-th (k = the analyzer's persistence) did
+  double evidence_k_s = 0;  // the k-th (k: the reports the analyzer's persistence needs, fleet_run.cc) did
+  FaultClass fault_class = FaultClass::kNone;  // the class of the latest return naming it
+  size_t reports = 0;  // distinct diagnosis ids naming it: more than 1 means it closed and opened again
 };
 
 struct CauseVerdict {

@@ -62,6 +62,73 @@ struct Effect {
   uint64_t ib_published = 0;
 };
 
+// A job's steps over time as runs of equal steps (normal, a checkpoint's, an evaluation
+// pass', a data stall's), computed once, so the step a report names and its pace depend
+// only on the time, whatever the call pattern.
+struct StepRun {
+  double t0 = 0;
+  uint64_t step0 = 0;
+  double step_len = 0;
+  double factor = 1;
+};
+
+// The job's data stalls, [from, to), drawn with exponential gaps.
+std::vector<std::pair<double, double>> StallWindows(const FleetJob& j, uint64_t seed, double until) {
+  std::vector<std::pair<double, double>> out;
+  if (j.stall_every_s <= 0) return out;
+  Rng r{seed};
+  for (double t = j.start_s;;) {
+    t += -std::log(std::max(r.Uniform(), 1e-12)) * j.stall_every_s;
+    if (t >= until) break;
+    out.emplace_back(t, t + j.stall_s);
+    t += j.stall_s;
+  }
+  return out;
+}
+
+// Step k's factor by the phases counted in steps (a checkpoint step wins over an evaluation one).
+double StepPhase(const FleetJob& j, uint64_t k) {
+  const auto cycle = [k](int every, int steps) { return k % static_cast<uint64_t>(every + steps); };
+  if (j.checkpoint_every > 0 && cycle(j.checkpoint_every, j.checkpoint_steps) >= uint64_t(j.checkpoint_every)) {
+    return j.checkpoint_factor;
+  }
+  if (j.eval_every > 0 && cycle(j.eval_every, j.eval_steps) >= uint64_t(j.eval_every)) return j.eval_factor;
+  return 1;
+}
+
+// Steps from k (included) until a step-counted phase begins or ends.
+uint64_t StepsToNextPhase(const FleetJob& j, uint64_t k) {
+  uint64_t n = uint64_t{1} << 40;
+  for (const auto& [every, steps] :
+       {std::pair{j.checkpoint_every, j.checkpoint_steps}, std::pair{j.eval_every, j.eval_steps}}) {
+    if (every <= 0) continue;
+    const uint64_t e = static_cast<uint64_t>(every), pos = k % (e + static_cast<uint64_t>(steps));
+    n = std::min(n, pos < e ? e - pos : e + static_cast<uint64_t>(steps) - pos);
+  }
+  return n;
+}
+
+std::vector<StepRun> BuildJobClock(const FleetJob& j, uint64_t seed, double until) {
+  const auto stalls = StallWindows(j, seed, until);
+  std::vector<StepRun> runs;
+  size_t si = 0;
+  double t = j.start_s;
+  for (uint64_t k = 0; t < until;) {
+    while (si < stalls.size() && stalls[si].second <= t) ++si;
+    const bool stalled = si < stalls.size() && stalls[si].first <= t;
+    const double f = std::max(StepPhase(j, k), stalled ? j.stall_factor : 1.0);
+    const double len = j.step_s * f;
+    uint64_t n = StepsToNextPhase(j, k);
+    // A stall beginning or ending cuts the run: the step under way at its edge keeps its pace.
+    const double edge = stalled ? stalls[si].second : si < stalls.size() ? stalls[si].first : until;
+    n = std::min(n, std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil((std::min(edge, until) - t) / len))));
+    if (runs.empty() || runs.back().step_len != len) runs.push_back({t, k, len, f});
+    t += static_cast<double>(n) * len;
+    k += n;
+  }
+  return runs;
+}
+
 struct NodeSim {
   size_t index = 0;
   fleet::NodePlace place;
@@ -157,10 +224,16 @@ struct FleetSim::Impl {
   FleetSimStats stats;
   double now = 0;
   std::vector<NodeSim> nodes;
-  std::vector<std::string> gpu_names;  // "0".."7"
+  std::vector<std::string> gpu_names;           // "0".."7"
+  std::vector<std::vector<StepRun>> job_clock;  // per job
 
   explicit Impl(const FleetScenario& s) : sc(s) {
     for (int g = 0; g < kFleetMaxGpus; ++g) gpu_names.push_back(std::to_string(g));
+    // Past the scenario's end (a longer run) the last pace goes on.
+    const double until = 2 * sc.duration_s + 3600;
+    for (size_t j = 0; j < sc.jobs.size(); ++j) {
+      job_clock.push_back(BuildJobClock(sc.jobs[j], Mix(sc.seed, 0x5157a11ULL + j), until));
+    }
     const FleetAgentSpec& a = sc.agent;
     nodes.resize(sc.topology.nodes.size());
     for (size_t i = 0; i < nodes.size(); ++i) {
@@ -252,26 +325,17 @@ struct FleetSim::Impl {
 
   static bool JobRunning(const FleetJob& j, double t) { return t >= j.start_s && (!j.end_s || t < *j.end_s); }
 
-  // The job's phase: checkpoints every `checkpoint_every` steps, `checkpoint_steps` slow steps.
-  static double PhaseFactor(const FleetJob& j, double t, uint64_t& step) {
-    const double since = std::max(0.0, t - j.start_s);
-    if (j.checkpoint_every <= 0) {
-      step = static_cast<uint64_t>(since / j.step_s);
+  // The job's phase at t (the factor its steps take) and the step under way.
+  double PhaseFactor(size_t job, double t, uint64_t& step) const {
+    const std::vector<StepRun>& runs = job_clock[job];
+    auto it = std::upper_bound(runs.begin(), runs.end(), t, [](double v, const StepRun& r) { return v < r.t0; });
+    if (it == runs.begin()) {
+      step = 0;
       return 1;
     }
-    const double normal = j.checkpoint_every * j.step_s;
-    const double slow = j.checkpoint_steps * j.step_s * j.checkpoint_factor;
-    const double cycle = normal + slow;
-    const double cycles = std::floor(since / cycle);
-    const double pos = since - cycles * cycle;
-    const auto per_cycle = static_cast<uint64_t>(j.checkpoint_every + j.checkpoint_steps);
-    if (pos < normal) {
-      step = static_cast<uint64_t>(cycles) * per_cycle + static_cast<uint64_t>(pos / j.step_s);
-      return 1;
-    }
-    step = static_cast<uint64_t>(cycles) * per_cycle + static_cast<uint64_t>(j.checkpoint_every) +
-           static_cast<uint64_t>((pos - normal) / (j.step_s * j.checkpoint_factor));
-    return j.checkpoint_factor;
+    const StepRun& r = *std::prev(it);
+    step = r.step0 + static_cast<uint64_t>((t - r.t0) / r.step_len);
+    return r.factor;
   }
 
   // --- observations ---------------------------------------------------------------------
@@ -297,7 +361,7 @@ struct FleetSim::Impl {
     if (!JobRunning(job, t)) return;
     const Now s = Evaluate(n, t);
     uint64_t step = 0;
-    const double phase = PhaseFactor(job, t, step);
+    const double phase = PhaseFactor(static_cast<size_t>(n.job), t, step);
     const double jitter = std::max(0.5, 1 + job.noise * n.rng.Normal());
     const double step_time = job.step_s * n.spread * s.phys.step_factor * s.extra_factor * phase * jitter;
     const std::string rank = std::to_string(n.rank), step_s = std::to_string(step);

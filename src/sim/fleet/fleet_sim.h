@@ -12,8 +12,10 @@
 // batched per node every `agent.batch_s` into Envelopes with store row ids and message
 // ids ("<node>/obs/<first>-<last>", "<node>/diagnosis/<row>").
 //
-// Each node reports its own compute time per step (the time before the collective), so a
-// slow node stands out among its peers; a checkpoint slows every node of the job alike.
+// Each node reports its own compute time per step (the time before the collective) and the
+// job's step under way (seq), so a slow node stands out among its peers; a job's pauses
+// (checkpoints, evaluation passes, data stalls: fleet_scenario.h FleetJob) slow every node
+// of the job alike, in the same steps.
 // Fabric errors (a bad cable, a degraded leaf) are recovered by link-level retry and do
 // not change a node's own step time. Node physics: node_physics.h.
 //
