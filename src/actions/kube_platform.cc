@@ -101,7 +101,8 @@ Status KubernetesPlatform::Finish(const Decision& d) {
   auto after = Observe(d);
   if (!after.ok()) return after.status();
   if (*after != Observed::kInEffect) {
-    return Status(StatusCode::kUnavailable, "kubernetes: " + node + " is not drained after the evictions were accepted");
+    return Status(StatusCode::kUnavailable,
+                  "kubernetes: " + node + " is not drained after the evictions were accepted");
   }
   return Status::Ok();
 }

@@ -95,8 +95,9 @@ struct Server::Impl {
     if (!options.api.token.empty()) return false;
     if (!IsAllowedOrigin(req.get_header_value("Origin"))) {
       ++misdirected;
-      Reply(res, ApiHandler::Error(403, "this server has no token and answers no request from another site's page "
-                                        "(Origin is not a loopback origin)"));
+      Reply(res, ApiHandler::Error(403,
+                                   "this server has no token and answers no request from another site's page "
+                                   "(Origin is not a loopback origin)"));
       return true;
     }
     if (IsLoopbackHostHeader(req.get_header_value("Host"))) return false;

@@ -51,13 +51,13 @@
 #include "core/clock.h"
 #include "daemon/config.h"
 #include "daemon/fleet_links.h"
+#include "daemon/incident_notes.h"
 #include "daemon/latency_histogram.h"
 #include "daemon/log.h"
 #include "daemon/pipeline.h"
-#include "daemon/incident_notes.h"
 #include "daemon/remediation.h"
-#include "daemon/warning_log.h"
 #include "daemon/source.h"
+#include "daemon/warning_log.h"
 #include "store/agent_state.h"
 
 namespace faultline {

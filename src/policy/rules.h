@@ -30,8 +30,8 @@ bool IsWorkloadsFault(FaultClass c);
 std::vector<Proposal> PlanActions(const Diagnosis& diagnosis);
 // Every decision waits until its diagnosis has settled (PolicyConfig::settle_ns), a page to
 // on-call or a facility ticket included: one filed for a diagnosis the next poll revises
-// sends people after the wrong story, and 20 s costs little. Evidence that needs no wait: a GPU off the bus, a leak, a fatal NVSwitch error, a
-// row-remap failure. What it says will not be revised by the next poll.
+// sends people after the wrong story, and 20 s costs little. Evidence that needs no wait: a GPU off the bus, a leak, a
+// fatal NVSwitch error, a row-remap failure. What it says will not be revised by the next poll.
 bool NeedsNoSettling(const Diagnosis& diagnosis);
 // True when the plan drains or cordons the node (not refused): Slurm health-check failure.
 bool WarrantsDrain(const std::vector<Proposal>& plan);

@@ -192,9 +192,10 @@ TEST_F(ApiServer, WithoutATokenOnlyLoopbackHostsAreAnswered) {
                                       "POST /api/v1/ask HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: https://evil.example\r\n"
                                       "Content-Length: 2\r\n\r\n{}");
   EXPECT_EQ(StatusOf(csrf), 403) << csrf.substr(0, 200);
-  EXPECT_EQ(StatusOf(RawRequest(server.port(),
-                                "GET /api/v1/node HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: http://127.0.0.1:9465\r\n\r\n")),
-            200);
+  EXPECT_EQ(
+      StatusOf(RawRequest(server.port(),
+                          "GET /api/v1/node HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: http://127.0.0.1:9465\r\n\r\n")),
+      200);
   // With a token the token guards: any Host, as a server off loopback needs.
   api::ServerOptions with_token;
   with_token.api.token = "t0k";

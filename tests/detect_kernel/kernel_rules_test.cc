@@ -318,8 +318,9 @@ TEST(KernelNic, CableUnpluggedIsALinkDown) {
   EXPECT_EQ(fs[0].fault_class, FaultClass::kIbLinkDown);
   EXPECT_EQ(fs[0].action, Action::kReseatOrReplaceLink);
   // Another module event stays link errors.
-  auto other = Detect(Mlx5(2, "mlx5_port_module_event:1145:(pid 0): Port module event[error]: module 0, Cable error, "
-                              "High Temperature"));
+  auto other = Detect(Mlx5(2,
+                           "mlx5_port_module_event:1145:(pid 0): Port module event[error]: module 0, Cable error, "
+                           "High Temperature"));
   ASSERT_EQ(other.size(), 1u);
   EXPECT_EQ(other[0].fault_class, FaultClass::kIbLinkErrors);
 }

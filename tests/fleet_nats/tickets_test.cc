@@ -5,9 +5,9 @@
 #include <gtest/gtest.h>
 
 #include "actions/fleet_actor.h"
+#include "envelopes.h"
 #include "fleet/nats/consumer_loop.h"
 #include "fleet/nats/ticket_ledger.h"
-#include "envelopes.h"
 #include "nats_server.h"
 
 namespace faultline::fleet::nats {

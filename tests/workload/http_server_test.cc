@@ -380,8 +380,8 @@ TEST_F(WorkloadServerTest, WithoutATokenOnlyLoopbackHostsAreAnswered) {
 }
 
 TEST(WorkloadHost, OnlyNoOriginOrALoopbackOriginIsAllowed) {
-  for (const char* origin : {"", "http://127.0.0.1", "http://127.0.0.1:9465", "https://localhost:9465",
-                             "http://[::1]:9465"}) {
+  for (const char* origin :
+       {"", "http://127.0.0.1", "http://127.0.0.1:9465", "https://localhost:9465", "http://[::1]:9465"}) {
     EXPECT_TRUE(IsAllowedOrigin(origin)) << origin;
   }
   for (const char* origin : {"null", "https://evil.example", "http://127.0.0.1.evil.example", "http://evil@127.0.0.1",

@@ -226,9 +226,8 @@ DecisionScore ScoreDecisions(const std::vector<ActionRecord>& actions, const Tru
     const double t = static_cast<double>(r->time_ns - epoch_ns) / 1e9;
     const std::optional<FaultClass> cls = DecisionFaultClass(*r);
     const std::optional<actions::ActionClass> action = actions::ParseActionClass(Attr(*r, "class"));
-    const bool stated = std::any_of(truth.also.begin(), truth.also.end(), [&](const OtherIncident& o) {
-      return cls == o.fault_class && t >= o.start_s;
-    });
+    const bool stated = std::any_of(truth.also.begin(), truth.also.end(),
+                                    [&](const OtherIncident& o) { return cls == o.fault_class && t >= o.start_s; });
     const bool wrong = !stated && (healthy ? ActsOnAHealthyNode(action) : cls != truth.fault_class);
     if (wrong) {
       ++score.wrong;
