@@ -865,33 +865,63 @@ std::vector<FleetDiagnosis> FleetAnalyzer::Open() const {
 
 // ---- snapshot ----
 
+namespace {
+
+std::string Dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+// items as a JSON array, each element made and dumped on its own: the text of the array
+// dumped whole, without the array ever held.
+template <typename Range, typename ToJsonFn>
+void WriteArray(const FleetAnalyzer::SnapshotSink& write, const Range& items, ToJsonFn to_json) {
+  write("[");
+  bool first = true;
+  for (const auto& item : items) {
+    if (!first) write(",");
+    first = false;
+    write(Dump(to_json(item)));
+  }
+  write("]");
+}
+
+Json OpenJson(const std::string& key, const OpenEntry& entry) {
+  return {{"key", key},
+          {"diagnosis", entry.diagnosis},
+          {"reported", entry.reported},
+          {"isolated_for", entry.isolated_for},
+          {"own_evidence", entry.own_evidence}};
+}
+
+Json ClosedJson(const std::string& key, const ClosedEntry& c) {
+  return {{"key", key}, {"id", c.id}, {"first_ns", c.first_ns}, {"reported", c.reported}, {"closed_ns", c.closed_ns}};
+}
+
+Json StatsJson(const IngestStats& s) {
+  return {{"envelopes", s.envelopes}, {"observations", s.observations}, {"duplicates", s.duplicates},
+          {"refused", s.refused},     {"records", s.records},           {"names_cut", s.names_cut}};
+}
+
+}  // namespace
+
 std::string FleetAnalyzer::Snapshot() const {
+  std::string out;
+  WriteSnapshot([&out](std::string_view piece) { out.append(piece); });
+  return out;
+}
+
+// The members in the order a JSON object dumps them (sorted by key), so the bytes are
+// those the whole state gave when it was one document (format version 1 unchanged).
+void FleetAnalyzer::WriteSnapshot(const SnapshotSink& write) const {
   const Impl& m = *impl_;
-  Json nodes = Json::array();
-  for (const NodeState& n : m.nodes) nodes.push_back(ToJson(n));
-  Json open = Json::array();
-  for (const auto& [key, entry] : m.open) {
-    open.push_back({{"key", key},
-                    {"diagnosis", entry.diagnosis},
-                    {"reported", entry.reported},
-                    {"isolated_for", entry.isolated_for},
-                    {"own_evidence", entry.own_evidence}});
-  }
-  Json closed = Json::array();
-  for (const auto& [key, c] : m.closed) {
-    closed.push_back(
-        {{"key", key}, {"id", c.id}, {"first_ns", c.first_ns}, {"reported", c.reported}, {"closed_ns", c.closed_ns}});
-  }
-  const IngestStats& s = m.stats;
-  Json stats{{"envelopes", s.envelopes}, {"observations", s.observations}, {"duplicates", s.duplicates},
-             {"refused", s.refused},     {"records", s.records},           {"names_cut", s.names_cut}};
-  Json j{{"faultline_fleet_snapshot", kSnapshotVersion},
-         {"stats", stats},
-         {"msg_ids", m.msg_ids.ToJson()},
-         {"nodes", std::move(nodes)},
-         {"open", std::move(open)},
-         {"closed", std::move(closed)}};
-  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+  write("{\"closed\":");
+  WriteArray(write, m.closed, [](const auto& kv) { return ClosedJson(kv.first, kv.second); });
+  write(",\"faultline_fleet_snapshot\":" + std::to_string(kSnapshotVersion) + ",\"msg_ids\":");
+  // Bounded by max_msg_ids (8 bytes of id, 16 as a JSON value, each).
+  WriteArray(write, m.msg_ids.ToJson(), [](const Json& id) -> const Json& { return id; });
+  write(",\"nodes\":");
+  WriteArray(write, m.nodes, [](const NodeState& n) { return ToJson(n); });
+  write(",\"open\":");
+  WriteArray(write, m.open, [](const auto& kv) { return OpenJson(kv.first, kv.second); });
+  write(",\"stats\":" + Dump(StatsJson(m.stats)) + "}");
 }
 
 Status FleetAnalyzer::Restore(std::string_view snapshot) {

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -118,6 +119,11 @@ class FleetAnalyzer {
   // with a smaller value limit splits the bytes over several keys.
   std::string Snapshot() const;
   Status Restore(std::string_view snapshot);
+  // The same bytes as Snapshot(), handed to write in pieces (a node, a diagnosis, a few
+  // bytes of syntax) as they are made: nothing the size of the whole is held here, so a
+  // writer that sends them on in chunks keeps the peak near one chunk (issue 25).
+  using SnapshotSink = std::function<void(std::string_view piece)>;
+  void WriteSnapshot(const SnapshotSink& write) const;
 
  private:
   struct Impl;

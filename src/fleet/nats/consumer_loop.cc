@@ -23,8 +23,8 @@ std::string KeyToken(std::string_view s) {
   return out.empty() ? "_" : out;
 }
 
-uint64_t Fnv1a(std::string_view s) {
-  uint64_t h = 1469598103934665603ULL;
+// h: the hash of what came before s (so bytes written in pieces hash as one).
+uint64_t Fnv1a(std::string_view s, uint64_t h = 1469598103934665603ULL) {
   for (unsigned char c : s) {
     h ^= c;
     h *= 1099511628211ULL;
@@ -37,6 +37,38 @@ std::string Hex(uint64_t v) {
   std::snprintf(buf, sizeof(buf), "%016" PRIx64, v);
   return buf;
 }
+
+// Cuts bytes written in pieces into kChunkBytes values under prefix<i>, putting each as
+// it fills; keeps the size and hash of the whole. After a failed put it only counts.
+struct ChunkWriter {
+  KeyValue* kv = nullptr;
+  std::string prefix;
+  std::string chunk;
+  size_t chunks = 0;
+  size_t size = 0;
+  uint64_t hash = Fnv1a({});
+  Status failed = Status::Ok();
+
+  void Write(std::string_view piece) {
+    size += piece.size();
+    hash = Fnv1a(piece, hash);
+    while (!piece.empty()) {
+      const size_t take = std::min(kChunkBytes - chunk.size(), piece.size());
+      chunk.append(piece.substr(0, take));
+      piece.remove_prefix(take);
+      if (chunk.size() == kChunkBytes) Flush();
+    }
+  }
+
+  void Flush() {
+    if (failed.ok()) {
+      auto put = kv->Put(prefix + std::to_string(chunks), chunk);
+      if (!put.ok()) failed = put.status();
+    }
+    ++chunks;
+    chunk.clear();
+  }
+};
 
 using Steady = std::chrono::steady_clock;
 
@@ -303,7 +335,7 @@ Status FleetLoop::Checkpoint() {
   if (Status s = FlushOutbox(); !s.ok()) return s;
   if (!kv_) return Status::Ok();
   const auto t0 = Steady::now();
-  Status saved = SaveSnapshot(analyzer_.Snapshot());
+  Status saved = SaveSnapshot();
   const auto t1 = Steady::now();
   stats_.snapshot_s += Seconds(t0, t1);
   if (!saved.ok()) return saved;
@@ -315,19 +347,21 @@ Status FleetLoop::Checkpoint() {
   return acked;
 }
 
-Status FleetLoop::SaveSnapshot(const std::string& bytes) {
+// The analyzer's snapshot, written a chunk at a time as it is made: only one chunk of it
+// is ever held (issue 25). Chunk i is bytes [i*kChunkBytes, (i+1)*kChunkBytes) of the
+// whole, as before.
+Status FleetLoop::SaveSnapshot() {
   const std::string key = snapshot_key();
   const uint64_t gen = generation_ + 1;
-  const size_t chunks = std::max<size_t>(1, (bytes.size() + kChunkBytes - 1) / kChunkBytes);
-  for (size_t i = 0; i < chunks; ++i) {
-    const size_t off = i * kChunkBytes;
-    const std::string_view part = std::string_view(bytes).substr(std::min(off, bytes.size()), kChunkBytes);
-    auto put = kv_->Put(key + ".g" + std::to_string(gen) + "." + std::to_string(i), part);
-    if (!put.ok()) return put.status();
-  }
+  ChunkWriter w{.kv = kv_.get(), .prefix = key + ".g" + std::to_string(gen) + "."};
+  w.chunk.reserve(kChunkBytes);
+  analyzer_.WriteSnapshot([&w](std::string_view piece) { w.Write(piece); });
+  if (!w.chunk.empty() || w.chunks == 0) w.Flush();  // an empty snapshot is one empty chunk
+  if (!w.failed.ok()) return w.failed;
+  const size_t chunks = w.chunks;
   std::ostringstream manifest;
   // The data clock last: a reader of an older manifest without it starts from the wall clock.
-  manifest << kManifestMagic << " 1 " << gen << " " << chunks << " " << bytes.size() << " " << Hex(Fnv1a(bytes)) << " "
+  manifest << kManifestMagic << " 1 " << gen << " " << chunks << " " << w.size << " " << Hex(w.hash) << " "
            << stats_.newest_sent_ns;
   auto put = kv_->Put(key, manifest.str());
   if (!put.ok()) return put.status();

@@ -148,7 +148,7 @@ class FleetLoop {
   Status ReplayUnacked();
   Status Publish(const FleetDiagnosis& d);
   Status FlushOutbox();
-  Status SaveSnapshot(const std::string& bytes);
+  Status SaveSnapshot();  // the analyzer's, streamed chunk by chunk
   Result<std::optional<std::string>> LoadSnapshot();
 
   Connection& conn_;
