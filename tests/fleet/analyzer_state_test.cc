@@ -192,6 +192,38 @@ TEST(AnalyzerState, RestoreRefusesWhatIsNotASnapshot) {
   EXPECT_EQ(used.Restore(a.Snapshot()).code(), StatusCode::kInvalidArgument);
 }
 
+// Nodes are taken out of the snapshot as it is parsed (never the whole document at once):
+// whatever sits where the nodes belong and is not a node is refused, and nothing of a
+// refused snapshot is kept.
+TEST(AnalyzerState, RestoreRefusesNodesOfAnyOtherShape) {
+  FleetTopology topo = MakeTopology(1, 2);
+  FleetAnalyzer a(topo);
+  a.Ingest(DiagnosisEnvelope(topo.nodes[0], 1, FaultClass::kPowerSupply, {}, StepTime(1)));
+  a.Ingest(DiagnosisEnvelope(topo.nodes[1], 2, FaultClass::kPowerSupply, {}, StepTime(1)));
+  Json good = Json::parse(a.Snapshot());
+  ASSERT_EQ(good.at("nodes").size(), 2u);
+  std::vector<Json> bad;
+  for (Json nodes : {Json::array({1, 2}), Json::object({{"x", good["nodes"][0]}}), Json(nullptr),
+                     Json::array({good["nodes"][0], good["nodes"][0]}), Json::array({good["nodes"][0], 7})}) {
+    Json b = good;
+    b["nodes"] = nodes;
+    bad.push_back(b);
+  }
+  Json no_nodes = good;
+  no_nodes.erase("nodes");
+  bad.push_back(no_nodes);
+  Json wrong_type = good;
+  wrong_type["nodes"][1]["name"] = 42;
+  bad.push_back(wrong_type);
+  for (const Json& b : bad) {
+    FleetAnalyzer fresh(topo);
+    EXPECT_EQ(fresh.Restore(b.dump()).code(), StatusCode::kCorrupt) << b["nodes"].dump().substr(0, 80);
+    EXPECT_EQ(fresh.nodes(), 0u);
+    EXPECT_TRUE(fresh.Restore(good.dump()).ok()) << "a refused snapshot leaves the analyzer fresh";
+    EXPECT_EQ(fresh.nodes(), 2u);
+  }
+}
+
 TEST(AnalyzerState, HostileMessagesAreRefusedAndCounted) {
   FleetTopology topo = MakeTopology(1, 4);
   AnalyzerOptions o;

@@ -193,6 +193,13 @@ TEST(WorkloadHost, OnlyLoopbackNamesCount) {
                            "::1", "[::1", "localhost:", "localhost:99999999", "localhost.evil", "10.0.0.1:9464"}) {
     EXPECT_FALSE(IsLoopbackHostHeader(host)) << host;
   }
+  // A NUL ends the C string the address parser reads: what follows it must not be ignored
+  // (fuzz/request_guard_fuzzer checks the same against its own parser).
+  using namespace std::string_literals;
+  for (const std::string& host : {"127.0.0.1\0.evil.example"s, "[::1\0x]:80"s, "localhost\0"s}) {
+    EXPECT_FALSE(IsLoopbackHostHeader(host)) << host.size();
+    EXPECT_FALSE(IsAllowedOrigin("http://" + host)) << host.size();
+  }
 }
 
 TEST(WorkloadToken, FromFileOrEnvironmentNeverInMessages) {

@@ -297,6 +297,8 @@ struct Draining {
 }  // namespace
 
 bool IsLoopbackHostHeader(std::string_view host) {
+  // inet_pton reads a C string: "127.0.0.1\0.evil.example" would pass as its first part.
+  if (host.find('\0') != std::string_view::npos) return false;
   if (!host.empty() && host.front() == '[') {
     const size_t close = host.find(']');
     if (close == std::string_view::npos) return false;
