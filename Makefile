@@ -5,7 +5,7 @@ ASAN_BUILD ?= build-asan
 FUZZ_SECONDS ?= 10
 CMAKE_GEN  := -G Ninja
 
-.PHONY: all deps build demo test unit asan fuzz fuzz-run bench lint clean
+.PHONY: all deps build demo test unit asan fuzz fuzz-run bench lint package clean
 
 all: build
 
@@ -50,6 +50,12 @@ bench: build
 
 lint:
 	@scripts/lint.sh
+
+# The .deb (docs/install.md): the faultline binary, its man pages and data from $(BUILD),
+# packed by CPack into $(BUILD)/faultline_<version>_<arch>.deb. Builds only what it packs.
+package: deps $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target faultline faultline_dist
+	cd $(BUILD) && cpack --config CPackConfig.cmake
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz build-prod

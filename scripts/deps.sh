@@ -21,6 +21,7 @@ TEST_PACKAGES=(
   chromium fonts-dejavu-core  # tests/dashboard/browser_test.sh: the dashboard in headless Chromium
   systemd           # tests/deploy: systemd-analyze verify on the unit (nothing is started)
   nats-server       # tests/fleet_nats: a real nats-server -js (and a 3-server cluster) on loopback
+  dpkg-dev          # tests/deploy/package_test.sh: cpack's dpkg-shlibdeps (build-essential has it too)
 )
 if [ "${1:-}" = "--test" ]; then PACKAGES+=("${TEST_PACKAGES[@]}"); fi
 

@@ -3,17 +3,23 @@
 // Redfish session deleted, store flushed and closed.
 #include <csignal>
 #include <cstdlib>
+#include <fstream>
+#include <functional>
 #include <future>
 #include <iostream>
 #include <memory>
+#include <vector>
 
+#include "actions/webhook.h"
 #include "api/agent_provider.h"
 #include "api/server.h"
 #include "cli/commands.h"
 #include "core/clock.h"
 #include "daemon/agent.h"
 #include "daemon/config.h"
+#include "fleet/nats/client.h"
 #include "policy/actuators.h"
+#include "sources/redfish/credentials.h"
 #include "sources/workload/http_server.h"
 #include "store/store.h"
 
@@ -23,6 +29,7 @@ namespace {
 struct AgentArgs {
   std::string config;
   std::string node;  // overrides [agent] node (a DaemonSet passes the Kubernetes node name)
+  std::string listen_host;  // overrides [server] listen's host, keeping its port (a DaemonSet passes the pod IP)
   bool print_default = false;
   bool check_config = false;
 };
@@ -56,6 +63,90 @@ std::string PolicySummary(const policy::PolicyConfig& p) {
   std::string classes;
   for (actions::ActionClass c : p.enable) classes += (classes.empty() ? "" : ", ") + std::string(actions::ToString(c));
   return "carries out " + classes + " (the rest dry runs)";
+}
+
+// `--listen-host H`: [server] listen on H at the config's port. A DaemonSet shares one
+// config among its pods but each listens on its own address (the downward API's pod IP);
+// the token rule is the config's: off loopback only with a token.
+Status OverrideListenHost(const std::string& host, daemon::ServerSection& server) {
+  const bool plain =
+      !host.empty() && host.size() <= 253 &&
+      host.find_first_not_of("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:") == std::string::npos;
+  if (!plain) return Status(StatusCode::kInvalidArgument, "--listen-host must be an address or a host name");
+  if (server.listen.empty())
+    return Status(StatusCode::kInvalidArgument, "--listen-host needs [server] listen (its port)");
+  auto configured = ParseListenAddress(server.listen, "server");
+  if (!configured.ok()) return configured.status();
+  const std::string bracketed = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+  const std::string listen = bracketed + ":" + std::to_string(configured->port);
+  auto address = ParseListenAddress(listen, "server");
+  if (!address.ok()) return address.status();
+  if (!CheckListenPolicy(*address, !server.token_file.empty() || !server.token_env.empty()).ok()) {
+    return Status(StatusCode::kInvalidArgument,
+                  "--listen-host " + host + " is not loopback: set server.token_file or server.token_env");
+  }
+  server.listen = listen;
+  return Status::Ok();
+}
+
+// A file read when it is opened; its content is never looked at (certificates, CA bundles).
+Status Readable(const std::string& path) {
+  if (std::ifstream(path).good()) return Status::Ok();
+  return Status(StatusCode::kNotFound, "cannot read " + path);
+}
+
+// --check-config: every secret or TLS file the config has the agent read at start (only
+// for what is switched on), read the way the agent reads it: present, readable, owner-only
+// where the agent demands it. One line per problem, naming the key; never the content.
+std::vector<std::string> FileProblems(const daemon::AgentConfig& c) {
+  std::vector<std::string> problems;
+  auto check = [&problems](bool on, const std::string& key, const std::function<Status()>& read) {
+    if (!on) return;
+    if (Status s = read(); !s.ok()) problems.push_back(key + ": " + s.message());
+  };
+  check(!c.redfish.url.empty() && !c.redfish.password_file.empty(), "redfish.password_file",
+        [&] { return redfish::ReadPasswordFile(c.redfish.password_file).status(); });
+  check(!c.redfish.url.empty() && !c.redfish.ca_file.empty(), "redfish.ca_file",
+        [&] { return Readable(c.redfish.ca_file); });
+  check(!c.server.listen.empty(), "server.token_file",
+        [&] { return LoadBearerToken(c.server.token_file, c.server.token_env, "server").status(); });
+  check(!c.server.listen.empty() && !c.server.cert_file.empty(), "server.cert_file",
+        [&] { return Readable(c.server.cert_file); });
+  check(!c.server.listen.empty() && !c.server.key_file.empty(), "server.key_file",
+        [&] { return Readable(c.server.key_file); });
+  check(!c.workload.listen.empty(), "workload.token_file",
+        [&] { return LoadBearerToken(c.workload.token_file, c.workload.token_env, "workload").status(); });
+  check(!c.assistant.llm_url.empty() && !c.assistant.llm_key_file.empty(), "assistant.llm_key_file",
+        [&] { return redfish::ReadPasswordFile(c.assistant.llm_key_file).status(); });
+  check(!c.assistant.llm_url.empty() && !c.assistant.llm_ca_file.empty(), "assistant.llm_ca_file",
+        [&] { return Readable(c.assistant.llm_ca_file); });
+  check(c.fleet.enabled && !c.fleet.credentials_file.empty(), "fleet.credentials_file",
+        [&] { return fleet::nats::ReadCredentialsFile(c.fleet.credentials_file).status(); });
+  check(c.fleet.enabled && !c.fleet.ca_file.empty(), "fleet.ca_file", [&] { return Readable(c.fleet.ca_file); });
+  check(!c.policy.webhook_url.empty(), "policy.webhook_secret_file",
+        [&] { return actions::LoadWebhookSecret(c.policy.webhook_secret_file, c.policy.webhook_secret_env).status(); });
+  check(!c.policy.webhook_url.empty() && !c.policy.webhook_ca_file.empty(), "policy.webhook_ca_file",
+        [&] { return Readable(c.policy.webhook_ca_file); });
+  return problems;
+}
+
+// --check-config: the files above and the actuators (a bad kubeconfig or webhook URL, a
+// missing in-cluster service account must fail here, not at the first fault). 0 and one
+// "ok" line, or every problem on stderr and 2.
+int CheckConfig(const AgentArgs& args, const daemon::AgentConfig& config) {
+  std::vector<std::string> problems = FileProblems(config);
+  const bool webhook_reported = !problems.empty() && problems.back().rfind("policy.webhook_secret_file", 0) == 0;
+  if (auto actuators = policy::BuildActuators(config.policy); !actuators.ok()) {
+    // The webhook secret is the actuators' last check: already said above when it failed.
+    const std::string m = actuators.status().message();
+    if (!(webhook_reported && m.rfind("policy.webhook_secret", 0) == 0)) problems.push_back(m);
+  }
+  for (const std::string& p : problems) std::cerr << "faultline agent: " << args.config << ": " << p << "\n";
+  if (!problems.empty()) return kExitUsage;
+  std::cout << args.config << ": ok (node "
+            << (config.agent.node.empty() ? daemon::HostName() + ", from the host name" : config.agent.node)
+            << ", store " << config.agent.store_path << ", policy " << PolicySummary(config.policy) << ")\n";
+  return kExitOk;
 }
 
 // The API, /metrics and the dashboard beside the agent ([server] listen), over its store
@@ -123,18 +214,13 @@ int Run(const AgentArgs& args) {
     }
     config->agent.node = args.node;
   }
-  if (args.check_config) {
-    // The actuators too: an unreadable webhook secret or a bad URL must fail here, not at
-    // the first fault.
-    if (auto actuators = policy::BuildActuators(config->policy); !actuators.ok()) {
-      std::cerr << "faultline agent: " << actuators.status().message() << "\n";
+  if (!args.listen_host.empty()) {
+    if (Status s = OverrideListenHost(args.listen_host, config->server); !s.ok()) {
+      std::cerr << "faultline agent: " << s.message() << "\n";
       return kExitUsage;
     }
-    std::cout << args.config << ": ok (node "
-              << (config->agent.node.empty() ? daemon::HostName() + ", from the host name" : config->agent.node)
-              << ", store " << config->agent.store_path << ", policy " << PolicySummary(config->policy) << ")\n";
-    return kExitOk;
   }
+  if (args.check_config) return CheckConfig(args, *config);
   const sigset_t signals = StopSignals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   daemon::TuneAllocatorForLongRun();  // before the agent's threads start
@@ -183,9 +269,13 @@ void AddAgentCommand(CliApp& app) {
   cmd->add_option("--config", args->config, "Agent configuration file (TOML; see docs/agent.md)");
   cmd->add_option("--node", args->node,
                   "Node name, overriding [agent] node (e.g. the Kubernetes node name from the downward API)");
+  cmd->add_option("--listen-host", args->listen_host,
+                  "Serve the API and /metrics on this address at [server] listen's port (e.g. the pod IP from the "
+                  "downward API); off loopback it needs [server] token_file or token_env");
   cmd->add_flag("--print-default-config", args->print_default, "Print the default configuration and exit");
   cmd->add_flag("--check-config", args->check_config,
-                "Read and validate --config, print one line and exit: 0 when valid, 2 with the offending key when not");
+                "Read and validate --config and the secret and TLS files it names, print one line and exit: 0 when "
+                "valid, 2 with every offending key when not");
   cmd->callback([args, &app] { app.exit_code = Run(*args); });
 }
 

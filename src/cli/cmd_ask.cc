@@ -248,7 +248,9 @@ void AddAskCommand(CliApp& app) {
       ->check(CLI::Range(int64_t{100}, int64_t{10'000'000}));
   cmd->add_option("--max-seconds", args->max_seconds, "Wall time at most for the model (default 300)")
       ->check(CLI::Range(1.0, 3600.0));
-  cmd->add_option("--kb", args->kb_dir, "Knowledge base directory (default /usr/share/faultline/kb, else ./kb)");
+  cmd->add_option("--kb", args->kb_dir,
+                  "Knowledge base directory (default <binary's dir>/../share/faultline/kb, "
+                  "then /usr/share/faultline/kb, else ./kb)");
   cmd->add_option("--kb-index", args->kb_index,
                   "Keep the knowledge base's index here (updated incrementally); default: a temporary one");
   cmd->add_flag("--json", args->json, "Print one JSON object: answer, evidence, runbooks, proposals, primary, ...");

@@ -11,10 +11,21 @@
 namespace faultline::cli {
 namespace {
 
+// <dir of this binary>/../share/faultline/kb: where `cmake --install` and the .deb put the kb
+// beside bin/, so a relocated install (any prefix, an extracted package) reads its own copy.
+std::filesystem::path KbBesideBinary() {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec || exe.empty()) return {};
+  return (exe.parent_path() / ".." / "share" / "faultline" / "kb").lexically_normal();
+}
+
 std::string FindKbDir(const std::string& given) {
   if (!given.empty()) return given;
-  for (const char* candidate : {"/usr/share/faultline/kb", "kb"}) {
-    if (std::filesystem::is_directory(candidate)) return candidate;
+  const std::filesystem::path candidates[] = {KbBesideBinary(), "/usr/share/faultline/kb", "kb"};
+  for (const std::filesystem::path& candidate : candidates) {
+    std::error_code ec;
+    if (!candidate.empty() && std::filesystem::is_directory(candidate, ec)) return candidate.string();
   }
   return "";
 }

@@ -1,6 +1,7 @@
 // The knowledge base a one-shot command reads (`faultline ask`, `faultline serve`): --kb DIR
-// (default /usr/share/faultline/kb, else ./kb), indexed into --kb-index or a private
-// temporary index removed when the command ends, plus the store's resolved incidents.
+// (default <binary's dir>/../share/faultline/kb, then /usr/share/faultline/kb, else ./kb), indexed
+// into --kb-index or a private temporary index removed when the command ends, plus the store's
+// resolved incidents.
 #pragma once
 
 #include <filesystem>

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -128,14 +129,16 @@ TEST(DeployKubernetes, DaemonSetMountsKernelLogAndSysReadOnlyAndPassesTheNodeNam
   }
   EXPECT_TRUE(node_env);
 
+  // A pod opens a host device only when privileged (the runtime's device cgroup refuses
+  // /dev/kmsg otherwise, whatever its capabilities); the root file system stays read-only.
+  // The API server rejects allowPrivilegeEscalation: false beside privileged: true.
   const YAML::Node sc = c["securityContext"];
-  EXPECT_FALSE(sc["privileged"].as<bool>());
-  EXPECT_FALSE(sc["allowPrivilegeEscalation"].as<bool>());
+  EXPECT_TRUE(sc["privileged"].as<bool>());
+  EXPECT_FALSE(sc["allowPrivilegeEscalation"]) << "invalid with privileged: true";
+  EXPECT_FALSE(sc["capabilities"]) << "ignored when privileged: it would only mislead";
   EXPECT_TRUE(sc["readOnlyRootFilesystem"].as<bool>());
-  ASSERT_EQ(sc["capabilities"]["drop"].size(), 1u);
-  EXPECT_EQ(sc["capabilities"]["drop"][0].as<std::string>(), "ALL");
-  ASSERT_EQ(sc["capabilities"]["add"].size(), 1u);
-  EXPECT_EQ(sc["capabilities"]["add"][0].as<std::string>(), "SYSLOG");
+  // NVML and nvidia-smi (GPU reset) come from the host's driver through the NVIDIA runtime.
+  EXPECT_EQ(pod["runtimeClassName"].as<std::string>(), "nvidia");
   // It must keep running on the node it cordons and taints.
   bool tolerates_all = false;
   for (const YAML::Node& t : pod["tolerations"]) tolerates_all |= t["operator"].as<std::string>() == "Exists";
@@ -170,6 +173,106 @@ TEST(DeployKubernetes, RbacAllowsOnlyCordonConditionsEvictionsAndEvents) {
   const YAML::Node binding = FindKind(rbac, "ClusterRoleBinding");
   ASSERT_TRUE(binding);
   EXPECT_EQ(binding["roleRef"]["name"].as<std::string>(), role["metadata"]["name"].as<std::string>());
+}
+
+std::map<std::string, std::string> EnvFieldRefs(const YAML::Node& container) {
+  std::map<std::string, std::string> refs;
+  for (const YAML::Node& e : container["env"]) {
+    if (e["valueFrom"] && e["valueFrom"]["fieldRef"]) {
+      refs[e["name"].as<std::string>()] = e["valueFrom"]["fieldRef"]["fieldPath"].as<std::string>();
+    }
+  }
+  return refs;
+}
+
+// The agent's [server] as the DaemonSet runs it: on the pod IP at the config's port, with
+// the token the Secret volume mounts; Prometheus finds that port by annotation or through
+// the ServiceMonitor, and sends the same Secret's token.
+TEST(DeployKubernetes, MetricsAreServedOnThePodIpWhereTheScrapeLooks) {
+  auto config = daemon::LoadAgentConfig((Deploy() / "config/kubernetes-node.toml").string());
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  ASSERT_FALSE(config->server.listen.empty()) << "[server] off: nothing to scrape";
+  const std::string port = config->server.listen.substr(config->server.listen.rfind(':') + 1);
+  ASSERT_FALSE(config->server.token_file.empty()) << "off loopback the API needs a token";
+
+  const YAML::Node ds = FindKind(YAML::LoadAllFromFile((Deploy() / "kubernetes/daemonset.yaml").string()), "DaemonSet");
+  const YAML::Node tmpl = ds["spec"]["template"];
+  const YAML::Node c = tmpl["spec"]["containers"][0];
+  std::vector<std::string> args;
+  for (const YAML::Node& a : c["args"]) args.push_back(a.as<std::string>());
+  auto host_flag = std::find(args.begin(), args.end(), "--listen-host");
+  ASSERT_NE(host_flag, args.end());
+  ASSERT_NE(host_flag + 1, args.end());
+  EXPECT_EQ(*(host_flag + 1), "$(POD_IP)");
+  EXPECT_EQ(EnvFieldRefs(c)["POD_IP"], "status.podIP");
+
+  const YAML::Node annotations = tmpl["metadata"]["annotations"];
+  EXPECT_EQ(annotations["prometheus.io/scrape"].as<std::string>(), "true");
+  EXPECT_EQ(annotations["prometheus.io/port"].as<std::string>(), port);
+  EXPECT_EQ(annotations["prometheus.io/path"].as<std::string>(), "/metrics");
+  std::string container_port;
+  for (const YAML::Node& p : c["ports"]) {
+    if (p["name"].as<std::string>() == "metrics") container_port = p["containerPort"].as<std::string>();
+  }
+  EXPECT_EQ(container_port, port);
+
+  // The token file is the Secret volume's, owner-only as the agent requires.
+  std::string secret;
+  for (const YAML::Node& m : c["volumeMounts"]) {
+    if (fs::path(config->server.token_file).parent_path() != fs::path(m["mountPath"].as<std::string>())) continue;
+    for (const YAML::Node& v : tmpl["spec"]["volumes"]) {
+      if (v["name"].as<std::string>() != m["name"].as<std::string>() || !v["secret"]) continue;
+      secret = v["secret"]["secretName"].as<std::string>();
+      EXPECT_EQ(v["secret"]["defaultMode"].as<int>() & 077, 0) << "group/other may read the token";
+    }
+  }
+  ASSERT_FALSE(secret.empty()) << config->server.token_file << " is on no Secret volume";
+  const std::string key = fs::path(config->server.token_file).filename().string();
+
+  // The Prometheus Operator's way: a headless Service on that port, and a ServiceMonitor
+  // sending the same Secret's key.
+  const auto mon = YAML::LoadAllFromFile((Deploy() / "kubernetes/servicemonitor.yaml").string());
+  const YAML::Node svc = FindKind(mon, "Service");
+  const YAML::Node sm = FindKind(mon, "ServiceMonitor");
+  ASSERT_TRUE(svc && sm);
+  EXPECT_EQ(svc["spec"]["selector"]["app.kubernetes.io/name"].as<std::string>(),
+            tmpl["metadata"]["labels"]["app.kubernetes.io/name"].as<std::string>());
+  EXPECT_EQ(svc["spec"]["ports"][0]["port"].as<std::string>(), port);
+  EXPECT_EQ(svc["spec"]["ports"][0]["targetPort"].as<std::string>(), "metrics");
+  const YAML::Node endpoint = sm["spec"]["endpoints"][0];
+  EXPECT_EQ(endpoint["port"].as<std::string>(), svc["spec"]["ports"][0]["name"].as<std::string>());
+  EXPECT_EQ(endpoint["path"].as<std::string>(), "/metrics");
+  EXPECT_EQ(endpoint["authorization"]["credentials"]["name"].as<std::string>(), secret);
+  EXPECT_EQ(endpoint["authorization"]["credentials"]["key"].as<std::string>(), key);
+  for (const YAML::Node& n : {svc, sm}) {
+    EXPECT_EQ(n["metadata"]["namespace"].as<std::string>(), ds["metadata"]["namespace"].as<std::string>());
+  }
+}
+
+// What the config asks the policy to do can be done from the pod as shipped.
+TEST(DeployKubernetes, ConfigActsThroughTheApiServerAndEnablesNothingThePodCannotDo) {
+  auto config = daemon::LoadAgentConfig((Deploy() / "config/kubernetes-node.toml").string());
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  EXPECT_EQ(config->policy.platform, "kubernetes");
+  EXPECT_TRUE(config->policy.kubeconfig.empty()) << "the pod's service account (rbac.yaml), not a file";
+  // No systemd in the image: `systemctl reboot` cannot run there.
+  EXPECT_FALSE(config->policy.Enabled(actions::ActionClass::kRebootNode));
+  // Everything the policy writes is on the state volume.
+  for (const std::string& dir : {config->policy.state_dir, config->policy.bundle_dir}) {
+    EXPECT_EQ(fs::path(dir).parent_path(), fs::path("/var/lib/faultline")) << dir;
+  }
+}
+
+TEST(DeployConfig, BothShippedConfigsServeTheApiAndMetrics) {
+  for (const char* name : {"kubernetes-node.toml", "slurm-node.toml"}) {
+    auto config = daemon::LoadAgentConfig((Deploy() / "config" / name).string());
+    ASSERT_TRUE(config.ok()) << name << ": " << config.status().ToString();
+    EXPECT_FALSE(config->server.listen.empty()) << name;
+  }
+  // On a Slurm node the config itself is the address: loopback, so no token is needed.
+  auto slurm = daemon::LoadAgentConfig((Deploy() / "config/slurm-node.toml").string());
+  ASSERT_TRUE(slurm.ok());
+  EXPECT_EQ(slurm->server.listen.rfind("127.0.0.1:", 0), 0u) << slurm->server.listen;
 }
 
 TEST(DeployConfig, EveryExampleConfigLoads) {
