@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <fstream>
@@ -301,6 +302,76 @@ void AddRemediation(const std::string& node, const RemediationCounters& r, Expos
   }
   out.Add("faultline_remediation_worker_queue_max", "gauge", "The most calls ever waiting for the remediation worker.",
           {{"node", node}}, static_cast<double>(r.max_queued));
+}
+
+// XID counts by GPU label and code label, with both label sets capped: the first GPUs and,
+// per GPU, the first codes seen keep their own label; later ones count under "other". Fed
+// oldest first, so a series keeps its label from one scrape to the next.
+class XidTally {
+ public:
+  XidTally(size_t max_gpus, size_t max_codes) : max_gpus_(max_gpus), max_codes_(max_codes) {}
+
+  void Add(const std::string& gpu, std::optional<int64_t> code, uint64_t count) {
+    auto& codes = counts_[Label(counts_, gpu, max_gpus_)];
+    codes[Label(codes, code ? std::to_string(*code) : kOther, max_codes_)] += count;
+  }
+  const std::map<std::string, std::map<std::string, uint64_t>>& counts() const { return counts_; }
+
+ private:
+  static constexpr const char* kOther = "other";
+  template <typename Map>
+  static std::string Label(const Map& seen, const std::string& value, size_t max) {
+    const size_t named = seen.size() - seen.count(kOther);
+    return seen.count(value) != 0 || named < max ? value : kOther;
+  }
+  size_t max_gpus_;
+  size_t max_codes_;
+  std::map<std::string, std::map<std::string, uint64_t>> counts_;
+};
+
+// The GPU an XID row names: its index or bus id as stored; "unknown" for a line naming none.
+std::string XidGpu(const ComponentRef& c) {
+  if (c.type == ComponentType::kGpu && !c.name.empty()) return c.name;
+  if (auto it = c.keys.find("gpu_index"); it != c.keys.end()) return it->second;
+  return "unknown";
+}
+
+// Every XID row the store holds (the newest max_xid_rows per kind), oldest first. DCGM's
+// "last XID" is a reading repeated at each scrape, not an event: left out.
+Result<std::vector<Observation>> XidEvents(DataProvider& provider, const MetricsOptions& options) {
+  std::vector<Observation> events;
+  for (ObsKind kind : {ObsKind::kXid, ObsKind::kXidRecoveryAction}) {
+    ObservationQuery q;
+    q.kind = kind;
+    q.limit = options.max_xid_rows;
+    q.newest_first = true;
+    q.include_seen = false;  // events, never a flat series' "seen" copies
+    auto rows = provider.Observations(q);
+    if (!rows.ok()) return rows.status();
+    for (auto& row : rows->rows) {
+      if (row.value.source != Source::kDcgmExporter) events.push_back(std::move(row.value));
+    }
+  }
+  std::stable_sort(events.begin(), events.end(),
+                   [](const Observation& a, const Observation& b) { return a.time_ns < b.time_ns; });
+  return events;
+}
+
+Status AddXidEvents(DataProvider& provider, const MetricsOptions& options, Exposition& out) {
+  auto events = XidEvents(provider, options);
+  if (!events.ok()) return events.status();
+  XidTally tally(options.max_xid_gpus, options.max_xid_codes_per_gpu);
+  for (const Observation& o : *events) tally.Add(XidGpu(o.component), o.code, o.count);
+  const std::string node = provider.Node();
+  for (const auto& [gpu, codes] : tally.counts()) {
+    for (const auto& [code, count] : codes) {
+      out.Add("faultline_xid_events_total", "counter",
+              "XID events the store holds for the GPU, by XID code (kernel log; codes past the per-GPU cap under "
+              "xid=\"other\").",
+              {{"node", node}, {"gpu", gpu}, {"xid", code}}, static_cast<double>(count));
+    }
+  }
+  return Status::Ok();
 }
 
 // utime + stime from /proc/self/stat (fields 14 and 15, after the parenthesised name)
@@ -668,6 +739,7 @@ Result<std::string> RenderMetrics(DataProvider& provider, const MetricsOptions& 
             "The agent's model investigations (docs/assistant.md \"In the agent\"), by outcome.",
             {{"node", node}, {"outcome", outcome}}, static_cast<double>(count));
   }
+  if (Status s = AddXidEvents(provider, options, out); !s.ok()) return s;
   if (Status s = AddReadings(provider, options, *now, out); !s.ok()) return s;
   // Written last, it counts every series left out of this scrape (never itself cut).
   const size_t dropped = out.dropped();

@@ -6,7 +6,8 @@
 // scale). Counters carry the device's cumulative count as stored. The diagnosis in force
 // is `faultline_diagnosis_info`; source health, the agent's blind state
 // (`faultline_agent_blind`), store size, the process's CPU and RSS and, from a live agent,
-// its remediation worker's counters follow.
+// its remediation worker's counters follow. XID events are counted per GPU and code
+// (`faultline_xid_events_total`) over every XID row the store holds, with bounded labels.
 //
 // Labels: node, component, gpu, uuid, port on readings (values from the node's hardware:
 // canonical component ids, GPU index, UUID, link/port number), plus closed enums where a
@@ -33,6 +34,12 @@ struct MetricsOptions {
   size_t max_series = 10'000;
   size_t max_rows_per_kind = 20'000;  // newest stored rows read per observation kind
   bool process_metrics = true;        // faultline_process_* of this process
+  // faultline_xid_events_total: the newest rows read (per kind: xid, xid_recovery_action),
+  // and its label caps: the first GPUs / codes per GPU seen get their own series, the rest
+  // count under gpu="other" / xid="other".
+  size_t max_xid_rows = 100'000;
+  size_t max_xid_gpus = 32;
+  size_t max_xid_codes_per_gpu = 8;
 };
 
 struct MetricsStats {

@@ -1,20 +1,23 @@
 // `faultline check --slurm`: Slurm HealthCheckProgram mode (docs/remediation.md "Slurm").
-// Reads the node's active diagnoses from the agent's store, prints ONE line, exits 0 when
-// the node is fine and 1 when a diagnosis warrants a drain; with --apply it drains through
-// scontrol, behind the same policy as the agent (rules, idempotence, breaker, stored
-// decisions). Every Slurm call has a deadline, so it finishes well inside Slurm's 60 s.
-// Without data it answers "unknown" (exit 3), never "ok": no store, nothing recent from the
-// node, or the agent recorded that it is blind (every source failing).
+// Reads the node's active diagnoses from the agent's store, prints ONE line (--json: one
+// object with the same fields), exits 0 when the node is fine and 1 when a diagnosis
+// warrants a drain; with --apply it drains through scontrol, behind the same policy as the
+// agent (rules, idempotence, breaker, stored decisions). Every Slurm call has a deadline,
+// so it finishes well inside Slurm's 60 s. Without data it answers "unknown" (exit 3),
+// never "ok": no store, nothing recent from the node, or the agent recorded that it is
+// blind (every source failing).
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "actions/slurm.h"
 #include "cli/commands.h"
 #include "core/clock.h"
+#include "core/json.h"
 #include "daemon/config.h"
 #include "policy/active.h"
 #include "policy/engine.h"
@@ -27,7 +30,8 @@ namespace {
 
 struct CheckArgs {
   bool slurm = false;
-  std::string store = "/var/lib/faultline/faultline.db";
+  // The agent's default store_path: --help states it from here.
+  std::string store = daemon::AgentSection().store_path;
   std::string node;        // the store's node name
   std::string slurm_node;  // Slurm's NodeName
   std::string config;      // agent TOML: [policy] limits and slurm_node
@@ -37,6 +41,7 @@ struct CheckArgs {
   // 8 x 6 s + 3 s stays inside Slurm's 60 s for its HealthCheckProgram.
   int64_t timeout_s = 6;
   int64_t stale_s = 300;  // no observation for this long: the node is "unknown", not "ok"
+  bool json = false;
 };
 
 std::string ShortHostName() {
@@ -170,6 +175,74 @@ Result<std::unique_ptr<Store>> OpenForCheck(const CheckArgs& args) {
   return Store::Open(args.store, options);
 }
 
+// What the check found: the one line Slurm logs ("faultline: <status>: <node>: <detail>") or,
+// with --json, the same fields as one object.
+struct CheckReport {
+  std::string status;  // ok | drain | unknown | error
+  std::string node;
+  std::string detail;
+  int exit_code = kExitOk;
+  std::optional<Row<Diagnosis>> diagnosis;  // the one the line names
+  std::string drain;                        // status drain: what was done about it
+};
+
+Json ReportJson(const CheckReport& r, const std::string& slurm_node) {
+  Json j{{"status", r.status},
+         {"node", r.node},
+         {"slurm_node", slurm_node},
+         {"detail", r.detail},
+         {"exit_code", r.exit_code}};
+  j["diagnosis"] = nullptr;
+  if (r.diagnosis) {
+    const Diagnosis& d = r.diagnosis->value;
+    j["diagnosis"] = Json{{"id", r.diagnosis->id},
+                          {"fault_class", ToString(d.fault_class)},
+                          {"component", d.component.Id()},
+                          {"action", ToString(d.action)},
+                          {"severity", ToString(d.severity)}};
+  }
+  if (r.status == "drain") j["drain"] = r.drain;
+  return j;
+}
+
+// Whether the node's active diagnoses warrant a drain, and (--apply) the drain.
+CheckReport Judge(Store& store, const policy::PolicyConfig& config, const std::string& node, const CheckArgs& args,
+                  int64_t now) {
+  auto active = policy::ActiveDiagnoses(store, node);
+  if (!active.ok()) return {"error", node, active.status().ToString(), kExitFailure};
+  const auto drain_worthy = std::find_if(active->begin(), active->end(), [](const Row<Diagnosis>& row) {
+    return policy::WarrantsDrain(policy::PlanActions(row.value));
+  });
+  if (drain_worthy == active->end()) {
+    if (active->empty()) return {"ok", node, "no active diagnosis", kExitOk};
+    return {"ok", node, Describe(active->front()) + " needs no drain", kExitOk, active->front()};
+  }
+  std::vector<policy::Outcome> outcomes;
+  if (args.apply) {
+    auto applied = ApplyDrain(store, config, node, args, *active, drain_worthy->id, now);
+    if (!applied.ok()) return {"error", node, applied.status().ToString(), kExitFailure};
+    outcomes = std::move(*applied);
+  } else {
+    outcomes = RecordedDrain(store, node, *drain_worthy);
+  }
+  const std::string drain = DrainState(outcomes, args.apply);
+  return {"drain", node, Describe(*drain_worthy) + ": " + drain, kExitFailure, *drain_worthy, drain};
+}
+
+CheckReport Check(const CheckArgs& args, const policy::PolicyConfig& config, const std::string& slurm_node) {
+  if (!std::filesystem::exists(args.store)) return {"unknown", slurm_node, "no store at " + args.store, kExitUnknown};
+  auto store = OpenForCheck(args);
+  if (!store.ok()) return {"error", slurm_node, store.status().ToString() + " (nothing written)", kExitFailure};
+  auto resolved = ResolveNode(**store, args, slurm_node);
+  if (!resolved.ok()) return {"error", slurm_node, resolved.status().ToString(), kExitFailure};
+  const std::string node = *resolved;
+  const int64_t now = SystemClock().NowNs();
+  if (auto blind = Blind(**store, node, args.stale_s * 1'000'000'000LL, now)) {
+    return {"unknown", node, *blind, kExitUnknown};
+  }
+  return Judge(**store, config, node, args, now);
+}
+
 int Run(const CheckArgs& args) {
   if (!args.slurm) {
     std::cerr << "faultline check: say which scheduler: --slurm\n";
@@ -188,58 +261,13 @@ int Run(const CheckArgs& args) {
                                  : !config.slurm_node.empty() ? config.slurm_node
                                                               : ShortHostName();
   config.slurm_node = slurm_node;
-  if (!std::filesystem::exists(args.store)) {
-    std::cout << "faultline: unknown: " << slurm_node << ": no store at " << args.store << "\n";
-    return kExitUnknown;
-  }
-  auto store = OpenForCheck(args);
-  if (!store.ok()) {
-    std::cout << "faultline: error: " << slurm_node << ": " << store.status().ToString() << " (nothing written)\n";
-    return kExitFailure;
-  }
-  auto resolved = ResolveNode(**store, args, slurm_node);
-  if (!resolved.ok()) {
-    std::cout << "faultline: error: " << slurm_node << ": " << resolved.status().ToString() << "\n";
-    return kExitFailure;
-  }
-  const std::string node = *resolved;
-  const int64_t now = SystemClock().NowNs();
-  if (auto blind = Blind(**store, node, args.stale_s * 1'000'000'000LL, now)) {
-    std::cout << "faultline: unknown: " << node << ": " << *blind << "\n";
-    return kExitUnknown;
-  }
-  auto active = policy::ActiveDiagnoses(**store, node);
-  if (!active.ok()) {
-    std::cout << "faultline: error: " << node << ": " << active.status().ToString() << "\n";
-    return kExitFailure;
-  }
-  const Row<Diagnosis>* drain_worthy = nullptr;
-  for (const auto& row : *active) {
-    if (policy::WarrantsDrain(policy::PlanActions(row.value))) {
-      drain_worthy = &row;
-      break;
-    }
-  }
-  if (drain_worthy == nullptr) {
-    std::cout << "faultline: ok: " << node
-              << (active->empty() ? ": no active diagnosis" : ": " + Describe(active->front()) + " needs no drain")
-              << "\n";
-    return kExitOk;
-  }
-  std::vector<policy::Outcome> outcomes;
-  if (args.apply) {
-    auto applied = ApplyDrain(**store, config, node, args, *active, drain_worthy->id, now);
-    if (!applied.ok()) {
-      std::cout << "faultline: error: " << node << ": " << applied.status().ToString() << "\n";
-      return kExitFailure;
-    }
-    outcomes = std::move(*applied);
+  const CheckReport report = Check(args, config, slurm_node);
+  if (args.json) {
+    std::cout << ReportJson(report, slurm_node).dump(-1, ' ', false, Json::error_handler_t::replace) << "\n";
   } else {
-    outcomes = RecordedDrain(**store, node, *drain_worthy);
+    std::cout << "faultline: " << report.status << ": " << report.node << ": " << report.detail << "\n";
   }
-  std::cout << "faultline: drain: " << node << ": " << Describe(*drain_worthy) << ": "
-            << DrainState(outcomes, args.apply) << "\n";
-  return kExitFailure;
+  return report.exit_code;
 }
 
 }  // namespace
@@ -264,7 +292,7 @@ void AddCheckCommand(CliApp& app) {
       "  HealthCheckInterval=300\n"
       "Example: faultline check --slurm --store /var/lib/faultline/faultline.db --apply");
   cmd->add_flag("--slurm", args->slurm, "Slurm mode (required)");
-  cmd->add_option("--store", args->store, "Agent store (default /var/lib/faultline/faultline.db)");
+  cmd->add_option("--store", args->store, "Agent store (default " + args->store + ")");
   cmd->add_option("--slurm-node", args->slurm_node, "Slurm NodeName (default: [policy] slurm_node, else hostname -s)");
   cmd->add_option("--node", args->node,
                   "Node name as the agent stored it (default: the store's only node, else the Slurm node name)");
@@ -273,6 +301,10 @@ void AddCheckCommand(CliApp& app) {
       ->check(CLI::Range(10, 86400));
   cmd->add_option("--config", args->config, "Agent config: its [policy] limits and slurm_node are used");
   cmd->add_flag("--apply", args->apply, "Drain through scontrol when a diagnosis warrants it (default: report only)");
+  cmd->add_flag("--json", args->json,
+                "Print one JSON object instead of the line, with the same fields: {status (ok|drain|unknown|error),\n"
+                "node, slurm_node, detail, exit_code, diagnosis: {id, fault_class, component, action, severity} or\n"
+                "null[, drain]}; exit codes unchanged (bad options stay a message on stderr, exit 2)");
   cmd->add_option("--timeout", args->timeout_s,
                   "Seconds allowed per scontrol/sinfo call (default 6; a drain makes at most 8)")
       ->check(CLI::Range(1, 30));

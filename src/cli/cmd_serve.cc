@@ -13,6 +13,7 @@
 #include "cli/kb_open.h"
 #include "core/clock.h"
 #include "core/time.h"
+#include "daemon/config.h"
 #include "daemon/log.h"
 #include "sources/workload/http_server.h"
 #include "store/store.h"
@@ -21,7 +22,9 @@ namespace faultline::cli {
 namespace {
 
 struct ServeArgs {
-  std::string store = "/var/lib/faultline/faultline.db";
+  // Where the agent writes by default ([agent] store_path), so plain `faultline serve` on a
+  // node serves the agent's store; --help states this same value.
+  std::string store = daemon::AgentSection().store_path;
   std::string listen = "127.0.0.1:9465";
   std::string node;
   std::string token_file;
@@ -127,7 +130,8 @@ void AddServeCommand(CliApp& app) {
       "Routes, parameters, JSON shapes (those of --json) and errors: docs/api.md; metric names: docs/metrics.md.\n"
       "Loopback by default; any other --listen address needs --token-file (every request then needs\n"
       "\"Authorization: Bearer <token>\"), and --cert/--key turn on HTTPS. The store is opened read-only.");
-  cmd->add_option("--store", args->store, "Store to serve, opened read-only (default /var/lib/faultline/faultline.db)");
+  cmd->add_option("--store", args->store,
+                  "Store to serve, opened read-only (default " + args->store + ", the agent's default store_path)");
   cmd->add_option("--listen", args->listen, "HOST:PORT (default 127.0.0.1:9465; :0 picks a free port)");
   cmd->add_option("--node", args->node, "Node to serve (default: the node of the newest stored observation)");
   cmd->add_option("--token-file", args->token_file,
@@ -138,7 +142,8 @@ void AddServeCommand(CliApp& app) {
                   "/metrics shows the newest reading of each series within this window (default 15m)");
   cmd->add_option("--threads", args->threads, "Worker threads (default 4)")->check(CLI::Range(1, 64));
   cmd->add_option("--kb", args->kb_dir,
-                  "Knowledge base for POST /api/v1/ask (default /usr/share/faultline/kb, else ./kb)");
+                  "Knowledge base for POST /api/v1/ask (default <binary's dir>/../share/faultline/kb, "
+                  "then /usr/share/faultline/kb, else ./kb)");
   cmd->add_option("--kb-index", args->kb_index, "Keep the knowledge base's index here; default: a temporary one");
   cmd->add_flag("--wall-clock", args->wall_clock,
                 "Anchor relative times (since=2h) and the metrics window at the wall clock instead of the\n"

@@ -147,8 +147,8 @@ TEST_F(ApiMetrics, LabelValuesEscapedAndUnrepresentableOnesCounted) {
 TEST_F(ApiMetrics, NamesFollowTheConventions) {
   PromScrape s = Scrape();
   const std::regex name("faultline_[a-z0-9_]+");
-  const std::set<std::string> allowed_labels{"node", "component", "gpu",    "uuid",     "port",  "reason",
-                                             "bit",  "class",     "action", "severity", "source"};
+  const std::set<std::string> allowed_labels{"node", "component", "gpu",    "uuid",     "port",   "reason",
+                                             "bit",  "class",     "action", "severity", "source", "xid"};
   for (const auto& [metric, meta] : s.metadata) {
     EXPECT_TRUE(std::regex_match(metric, name)) << metric;
     EXPECT_FALSE(meta.help.empty()) << metric;
