@@ -18,4 +18,10 @@ inline constexpr bool kBuiltWithAsan = false;
 inline constexpr bool kBuiltWithAsan = false;
 #endif
 
+// How many seeds, lines or nodes a sweep takes: `full` in the normal build, `sanitized`
+// under ASan (still enough to run every branch the sweep is there for).
+constexpr unsigned long long SweepSize(unsigned long long full, unsigned long long sanitized) {
+  return kBuiltWithAsan ? sanitized : full;
+}
+
 }  // namespace faultline

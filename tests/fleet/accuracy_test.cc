@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 
+#include "core/sanitizer.h"
 #include "fleet/analyzer.h"
 #include "fleet/names.h"
 #include "fleet_test_util.h"
@@ -48,6 +49,8 @@ std::vector<JobPause> Checkpoints(double every_s, double duration_s, double repo
   return out;
 }
 
+// Healthy jobs with pauses and jitter over many seeds: the sweeps are for accuracy, run
+// whole in the normal build and over two seeds (both report forms) under ASan.
 class FleetPauses : public ::testing::Test {
  protected:
   FleetTopology topo = MakeTopology(8, 16);
@@ -63,7 +66,7 @@ class FleetPauses : public ::testing::Test {
 TEST_F(FleetPauses, CheckpointsOfTwoAndAThirdReportPeriodsNameNoNode) {
   // With the job's steps in the reports (compared step by step) and without (by time).
   for (const bool steps : {true, false}) {
-    for (uint64_t seed = 1; seed <= 10; ++seed) {
+    for (uint64_t seed = 1; seed <= SweepSize(10, 2); ++seed) {
       SCOPED_TRACE(std::to_string(seed) + (steps ? " by step" : " by time"));
       StaggeredJob j = Job(seed, 0.02);
       j.report_steps = steps;
@@ -76,7 +79,7 @@ TEST_F(FleetPauses, CheckpointsOfTwoAndAThirdReportPeriodsNameNoNode) {
 }
 
 TEST_F(FleetPauses, EvaluationPassesAndDataStallsWithJitterNameNoNode) {
-  for (uint64_t seed = 1; seed <= 20; ++seed) {
+  for (uint64_t seed = 1; seed <= SweepSize(20, 2); ++seed) {
     SCOPED_TRACE(seed);
     StaggeredJob j = Job(seed, 0.02 + 0.04 * testing::Unit(testing::Hash64("jitter", seed, 0)));
     j.report_steps = seed % 2 == 0;
@@ -96,7 +99,7 @@ TEST_F(FleetPauses, EvaluationPassesAndDataStallsWithJitterNameNoNode) {
 
 TEST_F(FleetPauses, SixPercentJitterAloneNamesNoNode) {
   // A 64-node job too: more nodes, more chances for a run of unlucky samples.
-  for (uint64_t seed = 1; seed <= 20; ++seed) {
+  for (uint64_t seed = 1; seed <= SweepSize(20, 2); ++seed) {
     SCOPED_TRACE(seed);
     StaggeredJob j = Job(seed, 0.06);
     if (seed % 2 == 0) j.nodes.assign(topo.nodes.begin() + 64, topo.nodes.end());
@@ -114,7 +117,7 @@ int SummaryPercent(const std::string& summary) {
 }
 
 TEST_F(FleetPauses, StragglerAmidCheckpointsIsNamedOnceWithItsOwnSlowdown) {
-  for (uint64_t seed = 1; seed <= 10; ++seed) {
+  for (uint64_t seed = 1; seed <= SweepSize(10, 2); ++seed) {
     SCOPED_TRACE(seed);
     StaggeredJob j = Job(seed, 0.03);
     j.report_steps = seed % 2 == 0;

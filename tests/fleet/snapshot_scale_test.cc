@@ -19,8 +19,10 @@ using testing::JobStream;
 using testing::MakeTopology;
 using testing::StepTime;
 
-constexpr int kRacks = 100;
-constexpr int kPerRack = 100;  // 10,000 nodes
+// 10,000 nodes; 1,000 under ASan, where the same code runs 50 times slower and resident
+// memory is the sanitizer's (the two memory tests skip there).
+constexpr int kRacks = static_cast<int>(SweepSize(100, 10));
+constexpr int kPerRack = 100;
 constexpr int kSteps = 32;     // fills each node's sample history (max_samples_per_series)
 
 // A field of /proc/self/status in MiB (-1 where it cannot be read: not Linux).
@@ -73,6 +75,7 @@ FleetAnalyzer* SnapshotScaleTest::analyzer_ = nullptr;
 
 // First: a test run before it leaves freed memory that would hide the peak.
 TEST_F(SnapshotScaleTest, WritingTheSnapshotInChunksPeaksNearOneChunk) {
+  if (kBuiltWithAsan) GTEST_SKIP() << "resident memory under a sanitizer says nothing about the writer";
   if (!ResetPeak()) GTEST_SKIP() << "no /proc/self/clear_refs: cannot measure the peak";
   const double rss = ProcMiB("VmRSS");
   // As the consumer loop writes it: into one 512 KiB chunk, sent on (here: dropped) when full.

@@ -8,6 +8,7 @@
 #include <regex>
 #include <set>
 
+#include "core/sanitizer.h"
 #include "sim/fleet/fleet_run.h"
 #include "sim/fleet/fleet_sim.h"
 #include "sim/fleet/pause_bench.h"
@@ -117,8 +118,10 @@ truth: {}
   }
 }
 
+// The sweeps over seeds are for accuracy: the normal build runs them whole; under ASan,
+// where each fleet takes about 30 s, one seed runs the same code.
 TEST(PauseFleet, HealthyFleetsOverTwentySeedsNameNothing) {
-  for (uint64_t seed = 1; seed <= 20; ++seed) {
+  for (uint64_t seed = 1; seed <= SweepSize(20, 1); ++seed) {
     SCOPED_TRACE(seed);
     const FleetScenario sc = GeneratePauseFleet({.seed = seed});
     auto r = RunFleetScenario(sc);
@@ -128,7 +131,7 @@ TEST(PauseFleet, HealthyFleetsOverTwentySeedsNameNothing) {
 }
 
 TEST(PauseFleet, StragglersAmongPausesAreFoundOnceWithTheirClass) {
-  const PauseBenchResult r = RunPauseBench(6, 101);
+  const PauseBenchResult r = RunPauseBench(SweepSize(6, 1), 101);
   EXPECT_EQ(r.healthy_clean, r.healthy_fleets);
   EXPECT_EQ(r.false_positives, 0u) << (r.false_named.empty() ? "" : r.false_named.front());
   EXPECT_EQ(r.false_causes, 0u);
