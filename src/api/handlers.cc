@@ -4,6 +4,7 @@
 #include <limits>
 #include <optional>
 
+#include "api/diagnosis_view.h"
 #include "core/json.h"
 #include "dashboard/dashboard.h"
 #include "sources/workload/http_server.h"
@@ -382,6 +383,11 @@ ApiResponse ApiHandler::DiagnosisById(int64_t id, const QueryParams& params) {
     list.push_back(a);
   }
   j["actions"] = list;
+  // For the dashboard: what happens next, step by step, and which readings show the fault.
+  j["plan"] = PlanJson(provider_.Node(), (*found)->value, actions->rows);
+  Json kinds = Json::array();
+  for (ObsKind k : SignalKinds((*found)->value.fault_class)) kinds.push_back(std::string(ToString(k)));
+  j["signal"] = Json{{"component", (*found)->value.component.Id()}, {"kinds", kinds}};
   return JsonReply(j);
 }
 

@@ -3,8 +3,6 @@
 // a kernel log line is attacker-controlled input and is never parsed as HTML.
 'use strict';
 
-const LAYERS = ['oob', 'gpu', 'os', 'fabric', 'workload'];
-const LAYER_NAMES = {oob: 'Power & cooling (BMC)', gpu: 'GPU (NVML)', os: 'Kernel log', fabric: 'Fabric', workload: 'Workload'};
 const MAX_TIMELINE_ROWS = 20000;  // observations fetched for the timeline, at most
 const PAGE = 1000;
 
@@ -118,49 +116,96 @@ function renderBlind(node) {
   box.append(list);
 }
 
-function renderStatus(dx, actions, nowNs, blind) {
-  const box = document.getElementById('status');
-  box.replaceChildren();
-  if ((!dx || dx.fault_class === 'none') && blind !== false && blind !== undefined) {
+function capital(s) { return s ? s[0].toUpperCase() + s.slice(1) : s; }
+
+// "Drain the node", "Webhook to on-call", ... in the words of someone on call.
+function actionWords(cls, component) {
+  const w = ACTION_WORDS[cls];
+  return capital(w ? w(component) : words(cls));
+}
+
+// Where a plan step stands: the newest row the policy recorded for it, else "planned".
+function stepStatus(step) {
+  if (step.refused) return 'not done: ' + (step.why || 'refused');
+  if (!step.state) return 'planned; no decision recorded yet';
+  let text = STATE_WORDS[step.state] || words(step.state);
+  if (step.state === 'failed' && step.outcome) text += ' (' + step.outcome.replace(/^failed: /, '').slice(0, 160) + ')';
+  if (step.planned === false) text += ' (no longer in the plan)';
+  return text + ' · ' + iso(step.time_ns);
+}
+
+// One line per step of the policy's plan (API "plan"), in the order they are carried out.
+function planList(dx) {
+  const list = el('ol', {class: 'plan', 'data-testid': 'plan'});
+  for (const step of dx.plan || []) {
+    const state = step.refused ? 'refused' : step.state || 'planned';
+    list.append(el('li', {class: 'step state-' + state, 'data-testid': 'plan-step', 'data-action': step.action},
+                   el('span', {class: 'what'}, actionWords(step.action, dx.component.id)), ' ',
+                   el('span', {class: 'where'}, '— ' + stepStatus(step))));
+  }
+  if (!list.children.length) {
+    list.append(el('li', {class: 'muted', 'data-testid': 'plan-step'},
+                   'Nothing planned: ' + (RECOMMENDED_WORDS[dx.action] || words(dx.action))));
+  }
+  return list;
+}
+
+function assistantNote(dx) {
+  // The model's note when it answered (automated mode with [assistant] llm_url), else the deterministic one.
+  const notes = (dx.actions || []).filter(isNote);
+  const note = notes.find(a => a.attrs.mode === 'llm' && a.outcome === 'assistant: answered') ||
+               notes.find(a => a.attrs.mode === 'offline');
+  if (!note) return null;
+  return el('details', {class: 'note', 'data-testid': 'assistant-note'},
+            el('summary', {}, note.attrs.mode === 'llm' ? 'Assistant\'s note (model ' + (note.attrs.model || '?') + ')'
+                                                         : 'Assistant\'s note (deterministic)'),
+            el('pre', {}, note.reason || ''));
+}
+
+// The assistant's notes (kind assistant_transcript) are not actions; the note is shown apart.
+function isNote(a) { return a.attrs && a.attrs.kind === 'assistant_transcript'; }
+
+function renderHealthy(box, dx, blind) {
+  if (blind !== false && blind !== undefined) {
     box.className = 'card status sev-unknown';
     box.append(el('p', {class: 'headline', 'data-testid': 'diagnosis-class'}, 'Health unknown'),
                el('p', {class: 'summary'}, 'The agent cannot read the node (see above): no fault found is not health.'));
     return;
   }
-  if (!dx || dx.fault_class === 'none') {
-    box.className = 'card status';
-    box.append(el('p', {class: 'headline', 'data-testid': 'diagnosis-class'}, 'No fault needs action'),
-               el('p', {class: 'summary'}, dx && dx.summary ? dx.summary : 'Every layer read is healthy.'));
-    return;
-  }
+  box.className = 'card status';
+  box.append(el('p', {class: 'headline', 'data-testid': 'diagnosis-class'}, 'No fault needs action'),
+             el('p', {class: 'summary'}, dx && dx.summary ? dx.summary : 'Every layer read is healthy.'));
+}
+
+function renderStatus(dx, nowNs, blind) {
+  const box = document.getElementById('status');
+  box.replaceChildren();
+  if (!dx || dx.fault_class === 'none') return renderHealthy(box, dx, blind);
   box.className = 'card status sev-' + dx.severity;
   box.append(el('p', {class: 'headline'},
                 el('span', {'data-testid': 'diagnosis-class'}, words(dx.fault_class)),
                 el('span', {class: 'component', 'data-testid': 'diagnosis-component'}, dx.component.id)));
-  // The assistant's notes (kind assistant_transcript) are not actions; the note is shown below.
-  const isNote = a => a.attrs && a.attrs.kind === 'assistant_transcript';
-  const taken = (actions || []).filter(a => a.diagnosis_id === dx.id && !isNote(a));
-  const next = taken.length ? taken.map(a => words(a.action) + ' (' + (a.dry_run ? 'dry run, ' : '') + a.outcome + ')').join(', ')
-                            : words(dx.action) + ' (recommended)';
   const fact = (label, value, testid) => el('div', {class: 'fact'}, el('div', {class: 'label'}, label),
                                             el('div', {class: 'value', 'data-testid': testid}, value));
+  const ago = duration(Math.max(Number(dx.last_ns), Number(nowNs) || 0) - dx.first_ns);
   box.append(el('div', {class: 'facts'},
                 fact('Severity', el('span', {class: 'badge ' + dx.severity}, dx.severity), 'severity'),
                 fact('Layer', LAYER_NAMES[dx.layer] || dx.layer, 'layer'),
-                fact('Since', iso(dx.first_ns) + ' (' + duration(Math.max(Number(dx.last_ns), Number(nowNs) || 0) - dx.first_ns) + ' ago)', 'since'),
-                fact('Confidence', Math.round(dx.confidence * 100) + '%', 'confidence'),
-                fact('What happens next', next, 'next-action')),
-             el('p', {class: 'summary', 'data-testid': 'summary'}, dx.summary));
-  // The model's note when it answered (automated mode with [assistant] llm_url), else the deterministic one.
-  const notes = (actions || []).filter(a => a.diagnosis_id === dx.id && isNote(a));
-  const note = notes.find(a => a.attrs.mode === 'llm' && a.outcome === 'assistant: answered') ||
-               notes.find(a => a.attrs.mode === 'offline');
-  if (note) {
-    box.append(el('details', {class: 'note', 'data-testid': 'assistant-note'},
-                  el('summary', {}, note.attrs.mode === 'llm' ? 'Assistant\'s note (model ' + (note.attrs.model || '?') + ')'
-                                                               : 'Assistant\'s note (deterministic)'),
-                  el('pre', {}, note.reason || '')));
-  }
+                fact('Since', iso(dx.first_ns) + ' (' + ago + ' ago)', 'since'),
+                fact('Confidence', Math.round(dx.confidence * 100) + '%', 'confidence')),
+             el('p', {class: 'summary', 'data-testid': 'summary'}, dx.summary),
+             el('div', {class: 'next', 'data-testid': 'next-action'}, el('div', {class: 'label'}, 'What happens next'),
+                planList(dx)),
+             assistantNote(dx));
+}
+
+// A Redfish payload is summarised in a line and expands to the whole JSON; any other line
+// (kernel, NVML, sysfs) is shown as it was read.
+function evidenceText(text) {
+  const o = jsonObject(text);
+  if (!o) return el('div', {class: 'text'}, text);
+  return el('details', {class: 'raw', 'data-testid': 'evidence-json'}, el('summary', {}, redfishSummary(o)),
+            el('pre', {}, JSON.stringify(o, null, 2)));
 }
 
 function renderEvidence(dx) {
@@ -170,13 +215,21 @@ function renderEvidence(dx) {
     list.append(el('li', {'data-testid': 'evidence-line'},
                    el('div', {class: 'when'}, iso(e.time_ns) + ' · ' + e.source + ' · ' + componentId(e.component) +
                                                   (e.count > 1 ? ' · ×' + e.count : '')),
-                   el('div', {class: 'text'}, e.text)));
+                   evidenceText(e.text)));
   }
   if (!list.children.length) list.append(el('li', {class: 'muted'}, 'No evidence: nothing is wrong.'));
+}
+
+// Each ruled-out layer in a sentence made from its readings in the window (vocab.js); what
+// the isolator quoted stays one click away.
+function renderRuledOut(dx, rows) {
   const ruled = document.getElementById('ruled-out');
   ruled.replaceChildren();
+  const until = dx && dx.last_ns ? Number(dx.last_ns) : Infinity;
   for (const r of (dx && dx.ruled_out) || []) {
-    ruled.append(el('li', {}, el('b', {}, LAYER_NAMES[r.layer] || r.layer), ': ' + r.reason));
+    ruled.append(el('li', {'data-testid': 'ruled-out-line'}, el('b', {}, LAYER_NAMES[r.layer] || r.layer), ': ',
+                    el('span', {class: 'sentence'}, ruledOutSentence(r.layer, rows, until)),
+                    el('details', {class: 'quoted'}, el('summary', {}, 'as quoted'), el('div', {class: 'text'}, r.reason))));
   }
   if (!ruled.children.length) ruled.append(el('li', {class: 'muted'}, 'Nothing ruled out yet.'));
 }
@@ -189,21 +242,31 @@ function table(id, head, rows) {
 }
 
 function renderDiagnoses(list, activeId) {
-  table('diagnoses', ['#', 'fault', 'component', 'action', 'severity', 'first', 'last'],
-        list.map(d => {
-          const tr = el('tr', {class: d.id === activeId ? 'active' : ''},
-                        el('td', {}, el('a', {href: '#' + d.id}, String(d.id))), el('td', {}, faultWords(d.fault_class)),
-                        el('td', {}, d.component.id), el('td', {}, words(d.action)),
-                        el('td', {}, el('span', {class: 'badge ' + d.severity}, d.severity)), el('td', {}, iso(d.first_ns)),
-                        el('td', {}, iso(d.last_ns)));
-          return tr;
-        }));
+  table('diagnoses', ['#', 'fault', 'component', 'recommended', 'severity', 'first', 'last'],
+        list.map(d => el('tr', {class: d.id === activeId ? 'active' : ''},
+                         el('td', {}, el('a', {href: '#' + d.id}, String(d.id))), el('td', {}, faultWords(d.fault_class)),
+                         el('td', {}, d.component.id), el('td', {}, RECOMMENDED_WORDS[d.action] || words(d.action)),
+                         el('td', {}, el('span', {class: 'badge ' + d.severity}, d.severity)), el('td', {}, iso(d.first_ns)),
+                         el('td', {}, iso(d.last_ns)))));
+}
+
+const MAX_REASON = 200;  // longer reasons (ticket texts) expand on click
+
+function reasonCell(text) {
+  if (!text || text.length <= MAX_REASON) return el('td', {class: 'reason'}, text || '');
+  return el('td', {class: 'reason'}, el('details', {}, el('summary', {}, text.slice(0, MAX_REASON) + '…'), text));
+}
+
+function actionRow(a) {
+  const cls = a.attrs && a.attrs.class;
+  const what = cls ? actionWords(cls) : a.attrs && a.attrs.kind === 'ack' ? 'Acknowledged' : capital(words(a.action));
+  const state = a.attrs && STATE_WORDS[a.attrs.state] ? STATE_WORDS[a.attrs.state] : a.outcome;
+  return el('tr', {}, el('td', {class: 'nowrap'}, iso(a.time_ns)), el('td', {}, what), el('td', {}, state),
+            reasonCell(a.reason));
 }
 
 function renderActions(list) {
-  table('actions', ['when', 'action', 'outcome', 'reason'],
-        list.map(a => el('tr', {}, el('td', {}, iso(a.time_ns)), el('td', {}, words(a.action) + (a.dry_run ? ' (dry run)' : '')),
-                         el('td', {}, a.outcome), el('td', {}, a.reason || ''))));
+  table('actions', ['when', 'action', 'state', 'reason'], list.filter(a => !isNote(a)).map(actionRow));
 }
 
 // Observations in [since, until], oldest first, paged, bounded.
@@ -220,89 +283,16 @@ async function observations(since, until) {
   return rows;
 }
 
-// The numeric series most worth plotting under the workload: the diagnosis' component's
-// own readings (the culprit signal), the kind with the most points.
-function culpritSeries(rows, dx) {
-  if (!dx || !dx.component) return null;
-  const byKind = new Map();
-  for (const o of rows) {
-    if (o.component.id !== dx.component.id || typeof o.value !== 'number' || o.layer === 'workload') continue;
-    if (!byKind.has(o.kind)) byKind.set(o.kind, []);
-    byKind.get(o.kind).push([o.time_ns, o.value]);
-  }
-  let best = null;
-  for (const [kind, pts] of byKind) if (!best || pts.length > best.points.length) best = {kind, points: pts};
-  return best;
-}
-
-function drawLine(g, points, x, y0, h, color, label) {
-  const vals = points.map(p => p[1]);
-  let lo = Math.min(...vals), hi = Math.max(...vals);
-  if (hi === lo) { hi += 1; lo -= 1; }
-  const y = v => y0 + h - ((v - lo) / (hi - lo)) * h;
-  const d = points.map((p, i) => (i ? 'L' : 'M') + x(p[0]).toFixed(1) + ' ' + y(p[1]).toFixed(1)).join(' ');
-  g.append(svg('path', {d, fill: 'none', stroke: color, 'stroke-width': '1.8'}));
-  for (const p of points.length <= 400 ? points : []) {
-    g.append(svg('circle', {cx: x(p[0]).toFixed(1), cy: y(p[1]).toFixed(1), r: '2', fill: color, class: 'point'}));
-  }
-  const t = svg('text', {x: '4', y: String(y0 + 10)});
-  t.textContent = label + ' (' + lo.toPrecision(3) + '–' + hi.toPrecision(3) + ')';
-  g.append(t);
-}
-
-function renderTimeline(rows, dx, since, until) {
-  const box = document.getElementById('timeline');
-  box.replaceChildren();
-  if (!rows.length) {
-    box.append(el('div', {class: 'muted'}, 'No observations in this window.'));
-    return;
-  }
-  const W = Math.max(600, box.clientWidth || 1200), left = 150, right = 16;
-  const step = rows.filter(o => o.kind === 'step_time' && typeof o.value === 'number').map(o => [o.time_ns, o.value]);
-  const culprit = culpritSeries(rows, dx);
-  const charts = (step.length ? 1 : 0) + (culprit ? 1 : 0);
-  const chartH = 70, laneH = 22, top = 8;
-  const H = top + charts * (chartH + 12) + LAYERS.length * laneH + 24;
-  const s = svg('svg', {width: String(W), height: String(H), viewBox: '0 0 ' + W + ' ' + H, 'data-points': String(rows.length)});
-  const x = t => left + ((Number(t) - since) / Math.max(1, until - since)) * (W - left - right);
-  let y = top;
-  if (step.length) { drawLine(s, step, x, y, chartH, 'var(--workload)', 'step time (s)'); y += chartH + 12; }
-  if (culprit) {
-    drawLine(s, culprit.points, x, y, chartH, 'var(--fatal)', words(culprit.kind) + ' on ' + dx.component.id);
-    y += chartH + 12;
-  }
-  const counts = {};
-  for (const layer of LAYERS) {
-    s.append(svg('line', {x1: String(left), x2: String(W - right), y1: String(y + laneH / 2), y2: String(y + laneH / 2), class: 'axis'}));
-    const label = svg('text', {x: '4', y: String(y + laneH / 2 + 4), class: 'lane-label'});
-    label.textContent = LAYER_NAMES[layer];
-    s.append(label);
-    const mine = rows.filter(o => o.layer === layer);
-    counts[layer] = mine.length;
-    // One tick per pixel column at most: a million readings draw as fast as a hundred.
-    const seen = new Set();
-    for (const o of mine) {
-      const px = Math.round(x(o.time_ns));
-      const hot = dx && dx.component && o.component.id === dx.component.id;
-      const key = px + (hot ? 'h' : '');
-      if (seen.has(key)) continue;
-      seen.add(key);
-      s.append(svg('rect', {x: String(px), y: String(y + 4), width: '2', height: String(laneH - 8),
-                            fill: hot ? 'var(--fatal)' : 'var(--' + layer + ')', opacity: hot ? '1' : '0.45', class: 'tick'}));
-    }
-    y += laneH;
-  }
-  for (const e of (dx && dx.evidence) || []) {
-    if (!e.time_ns) continue;
-    s.append(svg('line', {x1: String(x(e.time_ns)), x2: String(x(e.time_ns)), y1: String(top), y2: String(y), class: 'evidence-mark'}));
-  }
-  for (const [t, anchor] of [[since, 'start'], [until, 'end']]) {
-    const label = svg('text', {x: String(x(t)), y: String(H - 6), 'text-anchor': anchor});
-    label.textContent = iso(t);
-    s.append(label);
-  }
-  box.append(s);
-  box.dataset.counts = JSON.stringify(counts);
+// The window: the diagnosis with margins (5 min before, a quarter of its span after), else
+// the last hour of the run.
+function timelineWindow(dx, nowNs) {
+  const now = Number(nowNs) || Date.now() * 1e6;
+  if (!dx || !dx.first_ns) return [now - 3600e9, now];
+  const span = Math.max(60e9, Number(dx.last_ns) - Number(dx.first_ns));
+  const since = Number(dx.first_ns) - Math.max(300e9, span);
+  let until = Math.min(now, Number(dx.last_ns) + Math.max(120e9, span / 4));
+  if (until <= since) until = since + span;
+  return [since, until];
 }
 
 async function load() {
@@ -311,21 +301,16 @@ async function load() {
   renderBlind(node);
   const [list, acts] = await Promise.all([get('/api/v1/diagnoses?limit=100'), get('/api/v1/actions?limit=100')]);
   const wanted = Number(location.hash.slice(1)) || (node.active_diagnosis ? node.active_diagnosis.id : 0);
-  const dx = wanted ? await get('/api/v1/diagnoses/' + wanted) : node.active_diagnosis;
-  renderStatus(dx, acts.actions, node.now_ns, node.blind);
+  // By id: the diagnosis with its plan, its actions and the kinds of reading that show it.
+  const dx = wanted ? await get('/api/v1/diagnoses/' + wanted) : null;
+  renderStatus(dx, node.now_ns, node.blind);
   renderEvidence(dx);
   renderDiagnoses(list.diagnoses, dx ? dx.id : 0);
   renderActions(acts.actions);
-  // The window: the diagnosis with margins, else the last hour of the run.
-  const now = Number(node.now_ns) || Date.now() * 1e6;
-  let since = now - 3600e9, until = now;
-  if (dx && dx.first_ns) {
-    const span = Math.max(60e9, Number(dx.last_ns) - Number(dx.first_ns));
-    since = Number(dx.first_ns) - Math.max(300e9, span);
-    until = Math.min(now, Number(dx.last_ns) + Math.max(120e9, span / 4));
-    if (until <= since) until = since + span;
-  }
-  renderTimeline(await observations(Math.round(since), Math.round(until)), dx, since, until);
+  const [since, until] = timelineWindow(dx, node.now_ns);
+  const rows = await observations(Math.round(since), Math.round(until));
+  renderTimeline(rows, dx, since, until, node.now_ns);
+  renderRuledOut(dx, rows);
   document.body.dataset.loaded = 'true';
 }
 
