@@ -210,6 +210,11 @@ TEST_F(ContainerfileTest, RuntimeStageInstallsThePackageOfEveryLibraryTheBinaryL
   const std::set<std::string> listed = AptPackages(*Runtime(stages_));
   ASSERT_FALSE(listed.empty());
   const std::map<std::string, std::string> ldd = LddLibraries(Binary());
+  // The sanitizer build links its own modules as shared libraries (and the sanitizers'
+  // runtimes): not the binary the image ships, which the normal build checks.
+  for (const auto& [soname, path] : ldd) {
+    if (path.rfind(FAULTLINE_BINARY_DIR, 0) == 0) GTEST_SKIP() << "modules linked as shared libraries: " << path;
+  }
   std::vector<std::string> paths;
   for (const auto& [soname, path] : ldd) paths.push_back(path);
   const std::map<std::string, std::string> owner = PackagesOf(paths);
