@@ -23,7 +23,7 @@ using testing::StepTime;
 // memory is the sanitizer's (the two memory tests skip there).
 constexpr int kRacks = static_cast<int>(SweepSize(100, 10));
 constexpr int kPerRack = 100;
-constexpr int kSteps = 32;     // fills each node's sample history (max_samples_per_series)
+constexpr int kSteps = 32;  // fills each node's sample history (max_samples_per_series)
 
 // A field of /proc/self/status in MiB (-1 where it cannot be read: not Linux).
 double ProcMiB(const std::string& field) {
