@@ -121,7 +121,9 @@ truth: {}
 // The sweeps over seeds are for accuracy: the normal build runs them whole; under ASan,
 // where each fleet takes about 30 s, one seed runs the same code.
 TEST(PauseFleet, HealthyFleetsOverTwentySeedsNameNothing) {
-  for (uint64_t seed = 1; seed <= SweepSize(20, 1); ++seed) {
+  // Under ASan the straggler bench below runs a healthy fleet of its own and checks it.
+  if (kBuiltWithAsan) GTEST_SKIP() << "the healthy fleet runs in StragglersAmongPauses* under ASan";
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
     SCOPED_TRACE(seed);
     const FleetScenario sc = GeneratePauseFleet({.seed = seed});
     auto r = RunFleetScenario(sc);
